@@ -1,0 +1,1 @@
+"""hangar: the integration surface of a flight-school operations product."""

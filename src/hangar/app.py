@@ -1,0 +1,79 @@
+"""The ASGI application: one per Services, so tests can build as many as they like."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+
+from hangar import health
+from hangar.auth import key_routes, session_routes
+from hangar.auth.apikey import KeyAuthenticator
+from hangar.config import Settings, load_settings
+from hangar.errors import install_error_handlers
+from hangar.external import routes as external
+from hangar.external.openapi import build_openapi
+from hangar.external.responses import dumps
+from hangar.fleet import routes as fleet_routes
+from hangar.maintenance import routes as maintenance_routes
+from hangar.orgs import routes as member_routes
+from hangar.reservations import routes as reservation_routes
+from hangar.services import Services, build_services
+from hangar.squawks import routes as squawk_routes
+from hangar.webhooks import routes as webhook_routes
+from hangar.webhooks.worker import Worker
+
+
+def create_app(
+    services: Services | None = None,
+    settings: Settings | None = None,
+    *,
+    with_worker: bool = False,
+) -> FastAPI:
+    """The app; `with_worker` also runs the dispatcher and scheduler in this process."""
+    services = services or build_services(settings or load_settings())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        worker = Worker(services) if with_worker else None
+        if worker is not None:
+            await worker.start()
+        try:
+            yield
+        finally:
+            if worker is not None:
+                await worker.stop()
+            await services.close()
+
+    app = FastAPI(
+        title="hangar",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    app.state.keys = KeyAuthenticator(services)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(external.router)
+    app.include_router(session_routes.router)
+    app.include_router(key_routes.router)
+    app.include_router(webhook_routes.router)
+    app.include_router(member_routes.router)
+    app.include_router(fleet_routes.router)
+    app.include_router(reservation_routes.router)
+    app.include_router(squawk_routes.router)
+    app.include_router(maintenance_routes.router)
+
+    openapi_body: list[bytes] = []
+
+    @app.get(f"{external.PREFIX}/openapi.json", include_in_schema=False)
+    async def openapi(_: Request) -> Response:
+        if not openapi_body:
+            openapi_body.append(dumps(build_openapi(app)))
+        return Response(openapi_body[0], media_type="application/json")
+
+    return app

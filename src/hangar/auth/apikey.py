@@ -1,0 +1,90 @@
+"""Authenticating a request by API key: who it is, whether it may call, and how often.
+
+Order of checks: the key (401), the rate limit (429), then the scope (403).
+"""
+
+from __future__ import annotations
+
+import hmac
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from hangar.auth.keys import hash_key, is_well_formed
+from hangar.auth.models import ApiKey
+from hangar.auth.ratelimit import API_LIMITS
+from hangar.errors import ApiError
+from hangar.services import Services
+
+MISSING = "A bearer token is required: send Authorization: Bearer <API_KEY>"
+MISSING_TOKEN = "An API key is required in the token query parameter"  # noqa: S105 (a message)
+INVALID = "The API key is invalid or revoked"
+# last_used_at is a hint for administrators, not an audit log: one write a minute is plenty.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class KeyContext:
+    """The caller, as far as the public API is concerned: one key of one organization."""
+
+    key_id: uuid.UUID
+    org_id: uuid.UUID
+    scopes: frozenset[str]
+
+
+_LOOKUP = select(
+    ApiKey.id,
+    ApiKey.org_id,
+    ApiKey.key_hash,
+    ApiKey.scopes,
+    ApiKey.expires_at,
+    ApiKey.revoked_at,
+    ApiKey.last_used_at,
+)
+
+
+class KeyAuthenticator:
+    def __init__(self, services: Services) -> None:
+        self._services = services
+        self._touched: dict[uuid.UUID, datetime] = {}
+
+    async def authenticate(self, raw_key: str | None, scope: str, *, missing: str) -> KeyContext:
+        services = self._services
+        now = services.clock.now()
+        if not raw_key:
+            raise ApiError(401, "UNAUTHORIZED", missing)
+        if not is_well_formed(raw_key):
+            raise ApiError(401, "UNAUTHORIZED", INVALID)
+        digest = hash_key(raw_key)
+        async with services.engine.connect() as conn:
+            row = (await conn.execute(_LOOKUP.where(ApiKey.key_hash == digest))).first()
+            if (
+                row is None
+                or not hmac.compare_digest(row.key_hash, digest)
+                or row.revoked_at is not None
+                or (row.expires_at is not None and row.expires_at <= now)
+            ):
+                raise ApiError(401, "UNAUTHORIZED", INVALID)
+            if self._due_for_touch(row.id, row.last_used_at, now):
+                await conn.execute(
+                    update(ApiKey).where(ApiKey.id == row.id).values(last_used_at=now)
+                )
+                await conn.commit()
+        refused = await services.limiter.hit(f"key:{row.id}", API_LIMITS, now)
+        if refused is not None:
+            raise ApiError(429, "RATE_LIMITED", f"Rate limit exceeded: {refused.label} per API key")
+        scopes = frozenset(row.scopes or ())
+        if scope not in scopes:
+            raise ApiError(403, "INSUFFICIENT_SCOPE", f"This API key lacks the scope {scope}")
+        return KeyContext(key_id=row.id, org_id=row.org_id, scopes=scopes)
+
+    def _due_for_touch(self, key_id: uuid.UUID, stored: datetime | None, now: datetime) -> bool:
+        last = self._touched.get(key_id) or stored
+        if last is not None and now - last < LAST_USED_RESOLUTION:
+            return False
+        if len(self._touched) > 100_000:
+            self._touched.clear()
+        self._touched[key_id] = now
+        return True

@@ -1,0 +1,69 @@
+"""Issuing API keys. Callers own the transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.keys import SCOPES, generate_key
+from hangar.auth.models import ApiKey
+from hangar.errors import ApiError
+from hangar.ids import new_id
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    id: uuid.UUID
+    key: str  # the full key: shown this once
+    prefix: str
+    scopes: list[str]
+
+
+def checked_scopes(scopes: Iterable[str]) -> list[str]:
+    """The scopes in a stable order, or the spec's 422 for none or an unknown one."""
+    wanted = list(dict.fromkeys(scopes))
+    if not wanted:
+        raise ApiError(422, "API_KEY_SCOPES_REQUIRED", "An API key needs at least one scope")
+    unknown = [s for s in wanted if s not in SCOPES]
+    if unknown:
+        raise ApiError(
+            422,
+            "UNKNOWN_SCOPE",
+            f"Unknown scope {unknown[0]}; known scopes are {', '.join(SCOPES)}",
+        )
+    return [s for s in SCOPES if s in wanted]
+
+
+async def issue_key(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    name: str,
+    scopes: Iterable[str],
+    now: datetime,
+    created_by: uuid.UUID | None = None,
+) -> IssuedKey:
+    granted = checked_scopes(scopes)
+    name = name.strip()
+    if not name:
+        raise ApiError(422, "VALIDATION_ERROR", "An API key needs a name")
+    new = generate_key()
+    key_id = new_id()
+    await conn.execute(
+        insert(ApiKey).values(
+            id=key_id,
+            org_id=org_id,
+            name=name,
+            key_hash=new.key_hash,
+            prefix=new.prefix,
+            scopes=granted,
+            created_at=now,
+            created_by=created_by,
+        )
+    )
+    return IssuedKey(id=key_id, key=new.key, prefix=new.prefix, scopes=granted)

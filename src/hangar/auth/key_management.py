@@ -1,0 +1,149 @@
+"""Managing an organization's API keys: list, create, rotate, revoke (interfaces.md §4).
+
+Callers own the transaction and have already checked org.settings.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.commands import IssuedKey, issue_key
+from hangar.auth.models import ApiKey
+from hangar.errors import ApiError
+
+DEFAULT_GRACE_HOURS = 24
+MAX_GRACE_HOURS = 168
+
+_VIEW_COLUMNS = (
+    ApiKey.id,
+    ApiKey.name,
+    ApiKey.prefix,
+    ApiKey.scopes,
+    ApiKey.created_at,
+    ApiKey.created_by,
+    ApiKey.last_used_at,
+    ApiKey.expires_at,
+    ApiKey.revoked_at,
+    ApiKey.replaced_by,
+)
+
+
+def status_of(revoked_at: datetime | None, expires_at: datetime | None, now: datetime) -> str:
+    if revoked_at is not None:
+        return "revoked"
+    if expires_at is None:
+        return "active"
+    return "expiring" if expires_at > now else "expired"
+
+
+def _view(row: Any, now: datetime) -> dict[str, Any]:
+    return {
+        "id": str(row.id),
+        "name": row.name,
+        "prefix": row.prefix,
+        "scopes": list(row.scopes or []),
+        "status": status_of(row.revoked_at, row.expires_at, now),
+        "created_at": row.created_at,
+        "created_by": str(row.created_by) if row.created_by else None,
+        "last_used_at": row.last_used_at,
+        "expires_at": row.expires_at,
+        "replaced_by": str(row.replaced_by) if row.replaced_by else None,
+    }
+
+
+async def list_keys(
+    conn: AsyncConnection, org_id: uuid.UUID, now: datetime
+) -> list[dict[str, Any]]:
+    rows = await conn.execute(
+        select(*_VIEW_COLUMNS)
+        .where(ApiKey.org_id == org_id)
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    )
+    return [_view(row, now) for row in rows]
+
+
+async def get_key(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    key_id: uuid.UUID,
+    now: datetime,
+    *,
+    lock: bool = False,
+) -> dict[str, Any]:
+    stmt = select(*_VIEW_COLUMNS).where(ApiKey.org_id == org_id, ApiKey.id == key_id)
+    row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
+    if row is None:
+        raise ApiError(404, "NOT_FOUND", "No such API key")
+    return _view(row, now)
+
+
+def _with_key(view: dict[str, Any], issued: IssuedKey) -> dict[str, Any]:
+    return {**view, "key": issued.key}
+
+
+async def create_key(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    name: str,
+    scopes: list[str],
+    created_by: uuid.UUID,
+    now: datetime,
+) -> dict[str, Any]:
+    issued = await issue_key(conn, org_id, name=name, scopes=scopes, now=now, created_by=created_by)
+    return _with_key(await get_key(conn, org_id, issued.id, now), issued)
+
+
+async def rotate_key(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    key_id: uuid.UUID,
+    *,
+    grace_hours: int,
+    rotated_by: uuid.UUID,
+    now: datetime,
+) -> dict[str, Any]:
+    """A new key with the old one's scopes; the old one works `grace_hours` longer."""
+    old = await get_key(conn, org_id, key_id, now, lock=True)
+    if not old["scopes"]:
+        raise ApiError(
+            422,
+            "API_KEY_SCOPES_REQUIRED",
+            "This key has no scopes and cannot be rotated; create a new key with scopes",
+        )
+    if old["status"] != "active":
+        raise ApiError(
+            409,
+            "API_KEY_NOT_ACTIVE",
+            f"Only an active key can be rotated; this one is {old['status']}",
+        )
+    issued = await issue_key(
+        conn, org_id, name=old["name"], scopes=old["scopes"], now=now, created_by=rotated_by
+    )
+    await conn.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id)
+        .values(expires_at=now + timedelta(hours=grace_hours), replaced_by=issued.id)
+    )
+    return {
+        "new": _with_key(await get_key(conn, org_id, issued.id, now), issued),
+        "old": await get_key(conn, org_id, key_id, now),
+    }
+
+
+async def revoke_key(
+    conn: AsyncConnection, org_id: uuid.UUID, key_id: uuid.UUID, now: datetime
+) -> dict[str, Any]:
+    """Immediate and irreversible; revoking a revoked key changes nothing."""
+    await get_key(conn, org_id, key_id, now, lock=True)
+    await conn.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    return await get_key(conn, org_id, key_id, now)

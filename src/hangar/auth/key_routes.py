@@ -1,0 +1,95 @@
+"""/api/orgs/{org_id}/api-keys: the management API for keys (capability org.settings)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from hangar.auth import key_management as keys
+from hangar.errors import ApiError
+from hangar.external.responses import json_response
+from hangar.ids import parse_id
+from hangar.orgs.access import Actor, acting
+from hangar.orgs.capabilities import ORG_SETTINGS
+from hangar.services import Services
+
+router = APIRouter(prefix="/api/orgs/{org_id}/api-keys", include_in_schema=False)
+Admin = Annotated[Actor, acting(ORG_SETTINGS)]
+
+
+class NewKey(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    scopes: list[str] | None = None
+
+
+class Rotation(BaseModel):
+    grace_hours: int = Field(keys.DEFAULT_GRACE_HOURS, ge=0, le=keys.MAX_GRACE_HOURS)
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _key_id(text: str) -> uuid.UUID:
+    key_id = parse_id(text)
+    if key_id is None:
+        raise ApiError(404, "NOT_FOUND", "No such API key")
+    return key_id
+
+
+@router.get("")
+async def list_keys(request: Request, actor: Admin) -> Response:
+    services = _services(request)
+    async with services.engine.connect() as conn:
+        return json_response(await keys.list_keys(conn, actor.org_id, services.clock.now()))
+
+
+@router.post("", status_code=201)
+async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        created = await keys.create_key(
+            conn,
+            actor.org_id,
+            name=body.name,
+            scopes=body.scopes or [],
+            created_by=actor.user_id,
+            now=services.clock.now(),
+        )
+    return json_response(created, 201)
+
+
+@router.post("/{key_id}/rotate", status_code=201)
+async def rotate_key(
+    request: Request, actor: Admin, key_id: str, body: Rotation | None = None
+) -> Response:
+    services = _services(request)
+    grace = (body or Rotation()).grace_hours
+    async with services.engine.begin() as conn:
+        rotated = await keys.rotate_key(
+            conn,
+            actor.org_id,
+            _key_id(key_id),
+            grace_hours=grace,
+            rotated_by=actor.user_id,
+            now=services.clock.now(),
+        )
+    return json_response(rotated, 201)
+
+
+@router.post("/{key_id}/revoke")
+async def revoke_key(request: Request, actor: Admin, key_id: str) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        revoked = await keys.revoke_key(
+            conn,
+            actor.org_id,
+            _key_id(key_id),
+            services.clock.now(),
+        )
+    return json_response(revoked)

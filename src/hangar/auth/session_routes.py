@@ -1,0 +1,83 @@
+"""POST/GET/DELETE /api/session: signing in and out (interfaces.md §3)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from hangar.auth import sessions
+from hangar.auth.ratelimit import Limit
+from hangar.errors import ApiError
+from hangar.external.responses import json_response
+from hangar.orgs.access import current_session
+from hangar.services import Services
+
+router = APIRouter(include_in_schema=False)
+
+# Per email, whatever the outcome: slows guessing without a lockout anyone can trigger forever.
+SIGN_IN_LIMITS = (Limit(10, 900, "10 sign-in attempts per 15 minutes"),)
+
+
+class Credentials(BaseModel):
+    email: str = Field(min_length=3, max_length=320)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+async def _body(services: Services, signed_in: sessions.SignedIn) -> Response:
+    async with services.engine.connect() as conn:
+        orgs = await sessions.memberships(conn, signed_in.user_id)
+    return json_response(
+        {
+            "user": {"id": str(signed_in.user_id), "email": signed_in.email},
+            "csrf_token": signed_in.csrf_token,
+            "memberships": orgs,
+        }
+    )
+
+
+@router.post("/api/session")
+async def sign_in(request: Request, credentials: Credentials) -> Response:
+    services: Services = request.app.state.services
+    now = services.clock.now()
+    email = credentials.email.strip().lower()
+    refused = await services.limiter.hit(f"sign-in:{email}", SIGN_IN_LIMITS, now)
+    if refused is not None:
+        raise ApiError(429, "RATE_LIMITED", f"Too many sign-in attempts: {refused.label}")
+    async with services.engine.begin() as conn:
+        result = await sessions.sign_in(conn, email, credentials.password, now)
+    if result is None:
+        raise ApiError(401, "INVALID_CREDENTIALS", "Wrong email or password")
+    token, signed_in = result
+    response = await _body(services, signed_in)
+    response.set_cookie(
+        sessions.COOKIE,
+        token,
+        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=services.settings.public_url.startswith("https://"),
+        path="/",
+    )
+    return response
+
+
+@router.get("/api/session")
+async def who_am_i(
+    request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
+) -> Response:
+    return await _body(request.app.state.services, signed_in)
+
+
+@router.delete("/api/session", status_code=204)
+async def sign_out(
+    request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
+) -> Response:
+    services: Services = request.app.state.services
+    async with services.engine.begin() as conn:
+        await sessions.sign_out(conn, signed_in.session_id)
+    response = Response(status_code=204)
+    response.delete_cookie(sessions.COOKIE, path="/")
+    return response

@@ -1,0 +1,154 @@
+"""Server-side sessions for signed-in users (interfaces.md §3).
+
+The cookie carries 32 random bytes; the database keeps only their SHA-256, so a dump of the
+sessions table signs nobody in. A sign-in always makes a new session (no fixation); signing
+out deletes the row, which ends the session wherever the cookie is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import hmac
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.models import UserSession
+from hangar.auth.passwords import hash_password, verify_password
+from hangar.ids import new_id
+from hangar.orgs.capabilities import capabilities_of
+from hangar.orgs.models import Membership, Organization, Role, User
+
+COOKIE = "hangar_session"
+IDLE_TIMEOUT = timedelta(hours=2)
+ABSOLUTE_TIMEOUT = timedelta(hours=12)
+# Sliding the idle window costs a write; once every few minutes is precise enough.
+TOUCH_EVERY = timedelta(minutes=5)
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    # Verifying against a real hash even for unknown emails keeps both answers equally slow.
+    return hash_password(secrets.token_hex(16))
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    session_id: uuid.UUID
+    user_id: uuid.UUID
+    email: str
+    csrf_token: str
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def sign_in(
+    conn: AsyncConnection, email: str, password: str, now: datetime
+) -> tuple[str, SignedIn] | None:
+    """A new session for these credentials, or None when they are wrong."""
+    row = (
+        await conn.execute(
+            select(User.id, User.email, User.password_hash).where(
+                func.lower(User.email) == email.strip().lower()
+            )
+        )
+    ).first()
+    stored = row.password_hash if row is not None and row.password_hash else _dummy_hash()
+    # argon2 is deliberately slow: keep it off the event loop.
+    matches = await asyncio.to_thread(verify_password, stored, password)
+    if not matches or row is None or not row.password_hash:
+        return None
+    token = secrets.token_urlsafe(32)
+    signed_in = SignedIn(
+        session_id=new_id(),
+        user_id=row.id,
+        email=row.email,
+        csrf_token=secrets.token_urlsafe(32),
+    )
+    await conn.execute(
+        insert(UserSession).values(
+            id=signed_in.session_id,
+            token_hash=_hash(token),
+            user_id=row.id,
+            csrf_token=signed_in.csrf_token,
+            created_at=now,
+            last_seen_at=now,
+            expires_at=now + ABSOLUTE_TIMEOUT,
+        )
+    )
+    return token, signed_in
+
+
+async def resume(conn: AsyncConnection, token: str | None, now: datetime) -> SignedIn | None:
+    """The live session behind a cookie value, sliding its idle window; None if none."""
+    if not token or len(token) > 100:
+        return None
+    digest = _hash(token)
+    row = (
+        await conn.execute(
+            select(
+                UserSession.id,
+                UserSession.token_hash,
+                UserSession.user_id,
+                UserSession.csrf_token,
+                UserSession.last_seen_at,
+                UserSession.expires_at,
+                User.email,
+            )
+            .join(User, User.id == UserSession.user_id)
+            .where(UserSession.token_hash == digest)
+        )
+    ).first()
+    if row is None or not hmac.compare_digest(row.token_hash, digest):
+        return None
+    if now >= row.expires_at or now - row.last_seen_at >= IDLE_TIMEOUT:
+        await conn.execute(delete(UserSession).where(UserSession.id == row.id))
+        return None
+    if now - row.last_seen_at >= TOUCH_EVERY:
+        await conn.execute(
+            update(UserSession).where(UserSession.id == row.id).values(last_seen_at=now)
+        )
+    return SignedIn(
+        session_id=row.id, user_id=row.user_id, email=row.email, csrf_token=row.csrf_token
+    )
+
+
+async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
+    await conn.execute(delete(UserSession).where(UserSession.id == session_id))
+
+
+async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[str, Any]]:
+    rows = await conn.execute(
+        select(Organization.id, Organization.name, Role.name.label("role_name"))
+        .select_from(Membership)
+        .join(Organization, Organization.id == Membership.org_id)
+        .outerjoin(Role, Role.id == Membership.role_id)
+        .where(
+            Membership.user_id == user_id,
+            Membership.deleted_at.is_(None),
+            Membership.status == "active",
+        )
+        .order_by(Organization.name)
+    )
+    return [
+        {
+            "org_id": str(r.id),
+            "org_name": r.name,
+            "role_name": r.role_name,
+            "capabilities": list(capabilities_of(r.role_name)),
+        }
+        for r in rows
+    ]
+
+
+def csrf_ok(expected: str, given: str | None) -> bool:
+    return given is not None and hmac.compare_digest(expected.encode(), given.encode())

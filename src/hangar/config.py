@@ -1,0 +1,85 @@
+"""Settings, read once from HANGAR_* environment variables (interfaces.md §1)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    secret_key: str
+    public_url: str = DEFAULT_PUBLIC_URL
+    service_domain: str = "127.0.0.1"
+    redis_url: str | None = None
+    # Namespaces Redis keys so test runs (or two deployments on one Redis) never meet.
+    redis_prefix: str = "hangar"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file behind a sqlite:/// URL, or None for in-memory or other databases."""
+    if not database_url.startswith("sqlite:///"):
+        return None
+    path = database_url.removeprefix("sqlite:///")
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def _secret_beside(db_file: Path) -> str:
+    """The SQLite default: a key generated once and kept next to the database, mode 0600."""
+    key_file = db_file.with_name(db_file.name + ".secret")
+    if key_file.exists():
+        return key_file.read_text().strip()
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key + "\n")
+    return key
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ if env is None else env)
+    database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
+    if not database_url.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        raise ConfigError("HANGAR_DATABASE_URL must be sqlite:///PATH or postgresql://user@host/db")
+    public_url = (env.get("HANGAR_PUBLIC_URL") or DEFAULT_PUBLIC_URL).rstrip("/")
+    host = urlsplit(public_url).hostname
+    if not host:
+        raise ConfigError(
+            "HANGAR_PUBLIC_URL must be an absolute URL such as https://hangar.example"
+        )
+    secret_key = env.get("HANGAR_SECRET_KEY", "")
+    if not secret_key:
+        db_file = sqlite_path(database_url)
+        if db_file is None:
+            raise ConfigError(
+                "HANGAR_SECRET_KEY is required when the database is not a SQLite file"
+            )
+        secret_key = _secret_beside(db_file)
+    if len(secret_key) < 32:
+        raise ConfigError("HANGAR_SECRET_KEY must be at least 32 characters")
+    return Settings(
+        database_url=database_url,
+        secret_key=secret_key,
+        public_url=public_url,
+        service_domain=env.get("HANGAR_SERVICE_DOMAIN") or host,
+        redis_url=env.get("HANGAR_REDIS_URL") or None,
+        redis_prefix=env.get("HANGAR_REDIS_PREFIX") or "hangar",
+    )

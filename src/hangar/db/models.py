@@ -1,0 +1,32 @@
+"""Every table, imported in one place so the metadata (and Alembic) sees them all."""
+
+from hangar.auth.models import ApiKey, UserSession
+from hangar.db.base import Base
+from hangar.fleet.models import Aircraft, MelItem
+from hangar.jobs.models import JobTick
+from hangar.maintenance.models import MaintenanceLog, WorkOrder
+from hangar.orgs.models import Membership, Organization, Role, User
+from hangar.reservations.models import Reservation
+from hangar.squawks.models import Squawk
+from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
+
+__all__ = [
+    "Aircraft",
+    "ApiKey",
+    "Attempt",
+    "Base",
+    "Delivery",
+    "Event",
+    "JobTick",
+    "MaintenanceLog",
+    "MelItem",
+    "Membership",
+    "Organization",
+    "Reservation",
+    "Role",
+    "Squawk",
+    "Subscription",
+    "User",
+    "UserSession",
+    "WorkOrder",
+]

@@ -1,0 +1,99 @@
+"""One error shape for every endpoint: {detail, code}, plus errors[] for validation."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+log = logging.getLogger("hangar")
+
+_HTTP_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "RATE_LIMITED",
+}
+
+
+class ApiError(Exception):
+    """An expected failure that the client is told about, with a stable code."""
+
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+def error_response(
+    status: int, code: str, detail: str, extra: dict[str, Any] | None = None
+) -> Response:
+    body = orjson.dumps({"detail": detail, "code": code, **(extra or {})})
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _loc(loc: tuple[Any, ...]) -> list[Any]:
+    return [part for part in loc if part != "body" or len(loc) == 1]
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"][1:]) or str(first["loc"][0])
+    return f"Invalid {where}: {first['msg']}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def api_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.code, exc.detail)
+
+    async def validation_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {"loc": list(err["loc"]), "msg": _strip_prefix(str(err["msg"]))} for err in exc.errors()
+        ]
+        detail = _validation_message(errors) if errors else "Invalid request"
+        return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
+
+    async def http_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:
+            # FastAPI's answer to a body that is not JSON at all: still a validation error.
+            msg = "the request body is not valid JSON"
+            return error_response(
+                422,
+                "VALIDATION_ERROR",
+                f"Invalid body: {msg}",
+                {"errors": [{"loc": ["body"], "msg": msg}]},
+            )
+        code = _HTTP_CODES.get(exc.status_code, "ERROR")
+        detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
+        if exc.status_code == 404:
+            detail = "Not found"
+        return error_response(exc.status_code, code, detail)
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # The client gets a code and no trace; the operator gets the trace in the log.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "INTERNAL_ERROR", "Internal error; it has been logged")
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)
+
+
+def _strip_prefix(msg: str) -> str:
+    # Pydantic prefixes messages from custom validators with "Value error, ".
+    return msg.removeprefix("Value error, ")

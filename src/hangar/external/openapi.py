@@ -1,0 +1,59 @@
+"""The OpenAPI 3.1.0 description of the public API, built once from the live routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from hangar.auth.keys import SCOPES
+from hangar.external.routes import PREFIX
+
+API_VERSION = "1.1.0"
+
+_DESCRIPTION = (
+    "Read-only access to one organization's reservations, fleet, squawks, members, "
+    "maintenance log entries and work orders. Every key belongs to one organization and "
+    "carries scopes; each operation names the scope it needs.\n\n"
+    "Limits: 60 requests per calendar minute and 1000 per calendar hour per key; a 429 "
+    "`RATE_LIMITED` is the only signal (no quota headers). Errors are `{detail, code}`; "
+    "branch on `code`. Clients must ignore unknown keys.\n\nScopes:\n\n"
+    + "\n".join(f"- `{scope}`: {text}" for scope, text in SCOPES.items())
+)
+
+
+def build_openapi(app: FastAPI) -> dict[str, Any]:
+    doc = get_openapi(
+        title="hangar external API",
+        version=API_VERSION,
+        openapi_version="3.1.0",
+        description=_DESCRIPTION,
+        routes=app.routes,
+    )
+    # Only the public API is described; sessions, management and pages are not part of it.
+    doc["paths"] = {path: ops for path, ops in doc["paths"].items() if path.startswith(PREFIX)}
+    doc["servers"] = [{"url": app.state.services.settings.public_url}]
+    doc.setdefault("components", {})["securitySchemes"] = {
+        "bearerAuth": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "Authorization: Bearer svc_pk_… (an API key of the organization)",
+        },
+        "calendarToken": {
+            "type": "apiKey",
+            "in": "query",
+            "name": "token",
+            "description": "The full API key, for calendar clients that cannot send headers",
+        },
+    }
+    feed = doc["paths"][f"{PREFIX}/reservations.ics"]["get"]
+    for param in feed.get("parameters", []):
+        if param["name"] == "token":
+            param["required"] = True
+            param["schema"] = {"type": "string"}
+    feed["responses"]["200"] = {
+        "description": "An iCalendar (RFC 5545) document",
+        "content": {"text/calendar": {"schema": {"type": "string"}}},
+    }
+    return doc

@@ -1,0 +1,45 @@
+"""Query parameter types of the public API, strict where the spec is."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+# An unencoded "+" in a query string arrives as a space: "...T10:00:00 02:00".
+_SPACE_FOR_PLUS = re.compile(r" (\d\d(:?\d\d)?)$")
+
+
+def _aware_datetime(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = _SPACE_FOR_PLUS.sub(r"+\1", value.strip())
+    if "T" not in text.upper() and " " not in text:
+        raise ValueError(
+            "a date-time with a UTC offset is required, such as 2026-05-01T09:00:00Z; "
+            "a date alone is not enough"
+        )
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            "not an ISO 8601 date-time; use a form such as 2026-05-01T09:00:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise ValueError("a UTC offset is required (Z or +HH:MM), such as 2026-05-01T09:00:00Z")
+    return parsed
+
+
+def _strict_bool(value: Any) -> Any:
+    # Exactly `true` or `false` (interfaces.md §3): not True, 1, yes or on.
+    if isinstance(value, str):
+        if value in ("true", "false"):
+            return value == "true"
+        raise ValueError("must be true or false")
+    return value
+
+
+AwareDateTime = Annotated[datetime, BeforeValidator(_aware_datetime)]
+StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]

@@ -1,0 +1,37 @@
+"""/api/orgs/{org_id}/maintenance-logs and /work-orders (maintenance.manage)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from hangar.external.responses import json_response
+from hangar.maintenance import commands
+from hangar.orgs.access import Actor, acting
+from hangar.orgs.capabilities import MAINTENANCE_MANAGE
+from hangar.orgs.routes import ORG_PREFIX, path_id, transact
+
+router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False)
+Mechanic = Annotated[Actor, acting(MAINTENANCE_MANAGE)]
+
+
+@router.post("/maintenance-logs", status_code=201)
+async def create_log(request: Request, actor: Mechanic, body: commands.NewLogBody) -> Response:
+    return json_response(await transact(request, commands.create_log, actor, body), 201)
+
+
+@router.post("/work-orders", status_code=201)
+async def create_work_order(
+    request: Request, actor: Mechanic, body: commands.NewWorkOrderBody
+) -> Response:
+    return json_response(await transact(request, commands.create_work_order, actor, body), 201)
+
+
+@router.patch("/work-orders/{work_order_id}")
+async def update_work_order(
+    request: Request, actor: Mechanic, work_order_id: str, body: commands.WorkOrderPatch
+) -> Response:
+    target = path_id(work_order_id, "work order")
+    return json_response(await transact(request, commands.update_work_order, actor, target, body))

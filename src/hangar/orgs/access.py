@@ -1,0 +1,100 @@
+"""Who is calling a session endpoint, and whether they may: the one place it is decided.
+
+Order: a live session (401), the CSRF header on unsafe methods (403 CSRF_FAILED),
+membership of the organization in the path (404, so existence is not revealed), then the
+capability (403 FORBIDDEN naming it). API keys are never accepted here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, Request
+from sqlalchemy import select
+
+from hangar.auth import sessions
+from hangar.errors import ApiError
+from hangar.ids import parse_id
+from hangar.orgs.capabilities import capabilities_of
+from hangar.orgs.models import Membership, Role
+from hangar.services import Services
+
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Actor:
+    """A signed-in user acting inside one organization."""
+
+    user_id: uuid.UUID
+    org_id: uuid.UUID
+    role_name: str | None
+    capabilities: frozenset[str]
+    session: sessions.SignedIn
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+
+async def current_session(request: Request) -> sessions.SignedIn:
+    services: Services = request.app.state.services
+    token = request.cookies.get(sessions.COOKIE)
+    async with services.engine.begin() as conn:
+        signed_in = await sessions.resume(conn, token, services.clock.now())
+    if signed_in is None:
+        raise ApiError(401, "UNAUTHORIZED", "Sign in first: no session, or it has expired")
+    if request.method not in _SAFE_METHODS and not sessions.csrf_ok(
+        signed_in.csrf_token, request.headers.get("x-csrf-token")
+    ):
+        raise ApiError(403, "CSRF_FAILED", "The X-CSRF-Token header is missing or wrong")
+    return signed_in
+
+
+async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
+    services: Services = request.app.state.services
+    org_id = parse_id(str(request.path_params.get("org_id", "")))
+    if org_id is None:
+        raise ApiError(404, "NOT_FOUND", "Not found")
+    async with services.engine.connect() as conn:
+        role = (
+            await conn.execute(
+                select(Role.name)
+                .select_from(Membership)
+                .outerjoin(Role, Role.id == Membership.role_id)
+                .where(
+                    Membership.org_id == org_id,
+                    Membership.user_id == signed_in.user_id,
+                    Membership.deleted_at.is_(None),
+                    Membership.status == "active",
+                )
+            )
+        ).first()
+    if role is None:
+        raise ApiError(404, "NOT_FOUND", "Not found")
+    return Actor(
+        user_id=signed_in.user_id,
+        org_id=org_id,
+        role_name=role.name,
+        capabilities=frozenset(capabilities_of(role.name)),
+        session=signed_in,
+    )
+
+
+def acting(*required: str) -> Any:
+    """A dependency: the caller as a member of the path's organization holding `required`.
+
+    With several capabilities, any one of them suffices (e.g. reservations.own or .manage);
+    the route then decides what the weaker one allows.
+    """
+
+    async def dependency(
+        request: Request, signed_in: sessions.SignedIn = Depends(current_session)
+    ) -> Actor:
+        actor = await _actor(request, signed_in)
+        if required and not any(actor.can(c) for c in required):
+            raise ApiError(403, "FORBIDDEN", f"This needs the capability {' or '.join(required)}")
+        return actor
+
+    return Depends(dependency)

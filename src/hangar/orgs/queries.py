@@ -1,0 +1,33 @@
+"""Reads of memberships for the public API; contact fields only when the key may see them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.apikey import KeyContext
+from hangar.external.scoping import as_dicts, visible
+from hangar.orgs.models import Membership, Role, User
+
+FULL_SCOPE = "read:members.full"
+
+_COLUMNS = [
+    Membership.user_id,
+    Membership.role_id,
+    Role.name.label("role_name"),
+    Membership.status,
+    Membership.is_discovery,
+    Membership.joined_at,
+]
+_CONTACT_COLUMNS = [User.email, User.first_name, User.last_name, User.phone]
+
+
+async def members(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+    full = FULL_SCOPE in key.scopes
+    stmt = visible(Membership, key, *_COLUMNS, *(_CONTACT_COLUMNS if full else ()))
+    stmt = stmt.outerjoin(Role, Role.id == Membership.role_id)
+    if full:
+        stmt = stmt.join(User, User.id == Membership.user_id)
+    stmt = stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id)
+    return as_dicts(await conn.execute(stmt))

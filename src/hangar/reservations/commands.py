@@ -1,0 +1,266 @@
+"""Reservation moves: create, cancel, check in, check out, no-show/expire, delete.
+
+A caller with only reservations.own may act on reservations where they are the pilot;
+reservations.manage covers any. Only `confirmed` and `standby` reservations are still open:
+every move out of another status is a 409. Callers own the transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import Update, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.errors import ApiError
+from hangar.external.params import AwareDateTime
+from hangar.external.schemas import Reservation as ReservationOut
+from hangar.fleet.models import Aircraft
+from hangar.ids import new_id
+from hangar.orgs.access import Actor
+from hangar.orgs.capabilities import RESERVATIONS_MANAGE
+from hangar.orgs.commands import (
+    conflict,
+    inserted,
+    locked,
+    moved,
+    public,
+    referenced,
+    require_member,
+)
+from hangar.orgs.commands import soft_delete as _soft_delete
+from hangar.reservations.models import ActivityType, Reservation
+from hangar.squawks.models import Squawk
+from hangar.webhooks import catalogue, outbox
+
+OPEN = ("confirmed", "standby")
+# A squawk still being worked on; a deferred one has been judged safe to fly with.
+UNRESOLVED_SQUAWK = ("open", "in_progress")
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewReservationBody(Body):
+    aircraft_id: uuid.UUID | None = None
+    pilot_id: uuid.UUID | None = None  # omitted: the caller
+    instructor_id: uuid.UUID | None = None
+    activity_type: ActivityType
+    start_time: AwareDateTime
+    end_time: AwareDateTime
+    status: Literal["confirmed", "standby"] = "confirmed"
+    is_backup: bool = False
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> NewReservationBody:
+        if self.end_time <= self.start_time:
+            raise ValueError("end_time must be after start_time")
+        return self
+
+
+class CancelBody(Body):
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class CheckInBody(Body):
+    force: bool = False
+
+
+class CheckoutBody(Body):
+    hobbs_out: float = Field(ge=0)
+    hobbs_in: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _in_not_before_out(self) -> CheckoutBody:
+        if self.hobbs_in < self.hobbs_out:
+            raise ValueError("hobbs_in must not be less than hobbs_out")
+        return self
+
+
+class StatusBody(Body):
+    status: Literal["no_show", "expired"]
+
+
+def _forbidden() -> ApiError:
+    return ApiError(
+        403,
+        "FORBIDDEN",
+        f"This needs the capability {RESERVATIONS_MANAGE}: the reservation is another pilot's",
+    )
+
+
+async def _open_reservation(
+    conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, move: str
+) -> dict[str, Any]:
+    """The locked reservation, if the actor may act on it and it is still open."""
+    current = await locked(conn, Reservation, actor.org_id, reservation_id, "reservation")
+    if not actor.can(RESERVATIONS_MANAGE) and current["pilot_id"] != actor.user_id:
+        raise _forbidden()
+    if current["status"] not in OPEN:
+        raise conflict(f"A {current['status']} reservation cannot be {move}")
+    return current
+
+
+def _still_open(reservation_id: uuid.UUID) -> Update:
+    return update(Reservation).where(Reservation.id == reservation_id, Reservation.status.in_(OPEN))
+
+
+async def create(
+    conn: AsyncConnection, actor: Actor, body: NewReservationBody, now: datetime
+) -> dict[str, Any]:
+    """reservation.created, plus reservation.confirmed with the same bytes when confirmed."""
+    pilot_id = body.pilot_id if "pilot_id" in body.model_fields_set else actor.user_id
+    if pilot_id != actor.user_id and not actor.can(RESERVATIONS_MANAGE):
+        raise _forbidden()
+    if body.aircraft_id is not None:
+        await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+    for field, user_id in (("pilot_id", pilot_id), ("instructor_id", body.instructor_id)):
+        if user_id is not None:
+            await require_member(conn, actor.org_id, user_id, field)
+    values = body.model_dump() | {
+        "id": new_id(),
+        "org_id": actor.org_id,
+        "pilot_id": pilot_id,
+        "created_at": now,
+    }
+    row = await inserted(conn, insert(Reservation).values(values))
+    names = [catalogue.RESERVATION_CREATED]
+    if row["status"] == "confirmed":
+        names.append(catalogue.RESERVATION_CONFIRMED)
+    await outbox.record(conn, actor.org_id, names, catalogue.reservation_created(row), now)
+    return public(row, ReservationOut)
+
+
+async def cancel(
+    conn: AsyncConnection,
+    actor: Actor,
+    reservation_id: uuid.UUID,
+    body: CancelBody,
+    now: datetime,
+) -> dict[str, Any]:
+    await _open_reservation(conn, actor, reservation_id, "cancelled")
+    row = await moved(
+        conn,
+        _still_open(reservation_id).values(status="cancelled", cancellation_reason=body.reason),
+        "The reservation was closed meanwhile",
+    )
+    data = catalogue.reservation_cancelled(row)
+    await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CANCELLED], data, now)
+    return public(row, ReservationOut)
+
+
+async def _blocking_issues(
+    conn: AsyncConnection, org_id: uuid.UUID, aircraft_id: uuid.UUID | None
+) -> list[str]:
+    if aircraft_id is None:
+        return []  # ground lessons need no aircraft
+    is_active = await conn.scalar(
+        select(Aircraft.is_active).where(
+            Aircraft.id == aircraft_id, Aircraft.org_id == org_id, Aircraft.deleted_at.is_(None)
+        )
+    )
+    issues = []
+    if is_active is None:
+        issues.append("the aircraft is no longer in the fleet")
+    elif not is_active:
+        issues.append("the aircraft is inactive")
+    grounding = await conn.scalar(
+        select(func.count()).where(
+            Squawk.org_id == org_id,
+            Squawk.aircraft_id == aircraft_id,
+            Squawk.deleted_at.is_(None),
+            Squawk.is_grounding.is_(True),
+            Squawk.status.in_(UNRESOLVED_SQUAWK),
+        )
+    )
+    if grounding:
+        issues.append(f"the aircraft has {grounding} open grounding squawk(s)")
+    return issues
+
+
+async def check_in(
+    conn: AsyncConnection,
+    actor: Actor,
+    reservation_id: uuid.UUID,
+    body: CheckInBody | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """Pre-flight check-in; a blocking issue refuses it unless `force`, which is recorded."""
+    current = await _open_reservation(conn, actor, reservation_id, "checked in")
+    if current["checked_in_at"] is not None:
+        raise conflict("The reservation is already checked in")
+    issues = await _blocking_issues(conn, actor.org_id, current["aircraft_id"])
+    if issues and not (body and body.force):
+        raise ApiError(
+            409, "CHECK_IN_BLOCKED", f"Check-in blocked: {'; '.join(issues)} (force overrides)"
+        )
+    row = await moved(
+        conn,
+        _still_open(reservation_id)
+        .where(Reservation.checked_in_at.is_(None))
+        .values(checked_in_at=now),
+        "The reservation was checked in or closed meanwhile",
+    )
+    data = catalogue.reservation_checked_in(row, forced=bool(issues))
+    await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CHECKED_IN], data, now)
+    return public(row, ReservationOut)
+
+
+async def checkout(
+    conn: AsyncConnection,
+    actor: Actor,
+    reservation_id: uuid.UUID,
+    body: CheckoutBody,
+    now: datetime,
+) -> dict[str, Any]:
+    """End of flight: completed, the aircraft's Hobbs advanced, two identical events."""
+    current = await _open_reservation(conn, actor, reservation_id, "checked out")
+    if current["checked_in_at"] is None:
+        raise conflict("Check in before checking out")
+    row = await moved(
+        conn,
+        _still_open(reservation_id).values(
+            status="completed", completed_at=now, hobbs_out=body.hobbs_out, hobbs_in=body.hobbs_in
+        ),
+        "The reservation was closed meanwhile",
+    )
+    if row["aircraft_id"] is not None:
+        await conn.execute(
+            update(Aircraft)
+            .where(Aircraft.id == row["aircraft_id"], Aircraft.org_id == actor.org_id)
+            .values(hobbs_current=body.hobbs_in)
+        )
+    names = [catalogue.RESERVATION_COMPLETED, catalogue.FLIGHT_SESSION_COMPLETED]
+    await outbox.record(conn, actor.org_id, names, catalogue.reservation_completed(row), now)
+    return public(row, ReservationOut)
+
+
+async def set_status(
+    conn: AsyncConnection,
+    actor: Actor,
+    reservation_id: uuid.UUID,
+    body: StatusBody,
+    now: datetime,
+) -> dict[str, Any]:
+    """Staff mark an open reservation no_show or expired; no event is defined for either."""
+    current = await _open_reservation(conn, actor, reservation_id, f"marked {body.status}")
+    if current["checked_in_at"] is not None:
+        raise conflict(f"A checked-in reservation cannot be marked {body.status}")
+    row = await moved(
+        conn,
+        _still_open(reservation_id)
+        .where(Reservation.checked_in_at.is_(None))
+        .values(status=body.status),
+        "The reservation was checked in or closed meanwhile",
+    )
+    return public(row, ReservationOut)
+
+
+async def soft_delete(
+    conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, now: datetime
+) -> None:
+    await _soft_delete(conn, Reservation, actor.org_id, reservation_id, "reservation", now)

@@ -1,0 +1,132 @@
+"""`hangar seed` and `hangar demo`.
+
+The shared helpers of hangar.cli are imported inside the commands: hangar.cli imports this
+module while it is itself being imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.progress import Progress as RichProgress
+from sqlalchemy.exc import DBAPIError
+
+from hangar.clock import SystemClock
+from hangar.config import Settings
+from hangar.errors import ApiError
+from hangar.seed.demo import DemoAccess, instructions, prepare_demo
+from hangar.seed.seeding import Sizes, seed_org
+
+DEFAULT = Sizes()
+
+
+class Bars:
+    """One progress bar per table, on stderr, so stdout keeps only the JSON result."""
+
+    def __init__(self, progress: RichProgress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, what: str, total: int) -> None:
+        if total:
+            label = what.replace("_", " ")
+            self._tasks[what] = self._progress.add_task(f"{label:<17}", total=total)
+
+    def advance(self, what: str, rows: int) -> None:
+        self._progress.advance(self._tasks[what], rows)
+
+
+@contextmanager
+def bars() -> Iterator[Bars]:
+    progress = RichProgress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    with progress:
+        yield Bars(progress)
+
+
+def _one_line(exc: DBAPIError) -> ApiError:
+    """A database refusal as the one-line reason the command prints."""
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    return ApiError(500, "DATABASE_ERROR", f"the database refused the rows: {reason}")
+
+
+def seed(
+    org: Annotated[str, typer.Option(help="Organization id")],
+    aircraft: Annotated[int, typer.Option(min=0)] = DEFAULT.aircraft,
+    members: Annotated[int, typer.Option(min=0)] = DEFAULT.members,
+    reservations: Annotated[int, typer.Option(min=0)] = DEFAULT.reservations,
+    squawks: Annotated[int, typer.Option(min=0)] = DEFAULT.squawks,
+    maintenance_logs: Annotated[
+        int, typer.Option("--maintenance-logs", min=0)
+    ] = DEFAULT.maintenance_logs,
+    work_orders: Annotated[int, typer.Option("--work-orders", min=0)] = DEFAULT.work_orders,
+) -> None:
+    """Add realistic aircraft, members, reservations, squawks and maintenance records to an
+    organization, all in one transaction."""
+    from hangar import cli
+
+    org_id = cli.parse_org(org)
+    sizes = Sizes(aircraft, members, reservations, squawks, maintenance_logs, work_orders)
+    current = cli.migrated_settings()
+    with bars() as progress:
+
+        async def work(conn: Any) -> dict[str, int]:
+            try:
+                return await seed_org(
+                    conn, org_id, sizes, now=SystemClock().now(), progress=progress
+                )
+            except DBAPIError as exc:
+                raise _one_line(exc) from exc
+
+        counts = cli.run_in_transaction(current, work)
+    cli.emit({"org": str(org_id), **counts})
+
+
+def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
+    """Everything `hangar demo` does before it serves: migrate, create or reuse the demo
+    organization, and print how to sign in and call the API."""
+    from hangar import cli
+
+    current = cli.migrated_settings()
+    with bars() as progress:
+
+        async def work(conn: Any) -> DemoAccess:
+            return await prepare_demo(conn, SystemClock().now(), progress=progress)
+
+        access = cli.run_in_transaction(current, work)
+    typer.echo(instructions(access, current.public_url, host, port))
+    return current, access
+
+
+def demo(
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+) -> None:
+    """Create (once) a demo organization with data, an admin login and a key; print them;
+    then serve, as `hangar serve` does."""
+    from hangar import cli
+
+    current, _ = set_up_demo(host, port)
+    cli.run_server(current, host, port)
+
+
+def register(app: typer.Typer) -> None:
+    """Adds this feature's commands to the `hangar` command."""
+    app.command()(seed)
+    app.command()(demo)

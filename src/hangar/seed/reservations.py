@@ -1,0 +1,184 @@
+"""Seed reservations: 18 months of history and 3 months of bookings ahead.
+
+This is the generator that runs a million times, so the per-row work is table lookups and
+float arithmetic; every datetime a row can start at is built once, up front.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+
+from hangar.ids import new_id
+from hangar.seed.common import DAY, Row, at, ms, table
+from hangar.seed.fleet import Plane
+from hangar.seed.vocab import CANCELLATION_REASONS
+
+COLUMNS = (
+    "id",
+    "org_id",
+    "aircraft_id",
+    "pilot_id",
+    "instructor_id",
+    "activity_type",
+    "start_time",
+    "end_time",
+    "status",
+    "is_backup",
+    "checked_in_at",
+    "completed_at",
+    "cancellation_reason",
+    "hobbs_out",
+    "hobbs_in",
+    "created_at",
+    "deleted_at",
+)
+
+PAST_DAYS = 548
+AHEAD_DAYS = 92
+
+# Local flying day 06:00-19:00 at UTC-7, mostly on the hour: many bookings share a start.
+_SLOT_MINUTES = table(
+    ((h * 60 + m, w) for h in (*range(13, 24), 0, 1) for m, w in ((0, 6), (30, 3), (15, 1)))
+)
+_ACTIVITIES = table(
+    (
+        ("dual_training", 45),
+        ("solo", 22),
+        ("ground", 10),
+        ("checkride", 4),
+        ("flight_review", 7),
+        ("checkout", 12),
+    )
+)
+_HOURS = {
+    "dual_training": (1.5, 2.0, 2.0, 2.5),
+    "solo": (1.0, 1.5, 2.0, 2.0, 3.0),
+    "ground": (1.0, 1.0, 2.0),
+    "checkride": (3.0, 4.0),
+    "flight_review": (2.0,),
+    "checkout": (1.5, 2.0),
+}
+_PAST = table(
+    (
+        ("completed", 78),
+        ("cancelled", 11),
+        ("no_show", 4),
+        ("expired", 3),
+        ("confirmed", 3),  # not closed out by the front desk
+        ("standby", 1),
+    )
+)
+_AHEAD = table((("confirmed", 86), ("standby", 9), ("cancelled", 5)))
+_IN_PAST = {"completed", "cancelled", "no_show", "expired"}
+_SHAPES = table((("", 982), ("deleted", 10), ("no_pilot", 4), ("undated", 2), ("open_end", 2)))
+
+# (status, activity, shape) of the first rows, so even a small seed covers every case.
+_FIRST = (
+    ("completed", "dual_training", ""),
+    ("confirmed", "solo", ""),
+    ("standby", "ground", ""),
+    ("cancelled", "checkride", ""),
+    ("no_show", "flight_review", ""),
+    ("expired", "checkout", ""),
+    ("standby", "dual_training", "undated"),
+    ("confirmed", "solo", "open_end"),
+    ("completed", "dual_training", "deleted"),
+    ("completed", "solo", ""),
+    ("confirmed", "checkout", "no_pilot"),
+)
+
+
+def _slots(now: datetime) -> tuple[list[float], list[float]]:
+    """Start times (epoch seconds) in the window, split into past and ahead of `now`."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+    past: list[float] = []
+    ahead: list[float] = []
+    now_ts = now.timestamp()
+    for day in range(-PAST_DAYS, AHEAD_DAYS):
+        base = midnight + day * DAY
+        for minute in _SLOT_MINUTES:
+            ts = base + minute * 60
+            (past if ts < now_ts else ahead).append(ts)
+    return past, ahead
+
+
+def reservation_rows(
+    org_id: uuid.UUID,
+    count: int,
+    rng: random.Random,
+    now: datetime,
+    planes: Sequence[Plane],
+    pilots: Sequence[uuid.UUID],
+    instructors: Sequence[uuid.UUID],
+) -> Iterator[Row]:
+    random_ = rng.random
+    choice = rng.choice
+    now_ts = now.timestamp()
+    past, ahead = _slots(now)
+    every = past + ahead
+    # Datetimes are built once per distinct instant; rows share them.
+    moments: dict[float, datetime] = {}
+    lengths = {a: [(timedelta(hours=h), h) for h in hours] for a, hours in _HOURS.items()}
+
+    def moment(ts: float) -> datetime:
+        found = moments.get(ts)
+        if found is None:
+            found = moments[ts] = at(ts)
+        return found
+
+    for i in range(count):
+        if i < len(_FIRST):
+            status, activity, shape = _FIRST[i]
+            start_ts = choice(past if status in _IN_PAST else ahead)
+        else:
+            activity = choice(_ACTIVITIES)
+            start_ts = choice(every)
+            status = choice(_PAST if start_ts < now_ts else _AHEAD)
+            shape = choice(_SHAPES)
+        length, hours = choice(lengths[activity])
+        begin = moment(start_ts)
+        start: datetime | None = begin
+        end: datetime | None = begin + length
+        if shape == "undated":
+            # Waitlist entries without a slot yet.
+            start = end = None
+            status = "cancelled" if status in _IN_PAST else "standby"
+        elif shape == "open_end":
+            end = None
+
+        aircraft = None if activity == "ground" or not planes else choice(planes)
+        checked_in = completed = None
+        hobbs_out = hobbs_in = None
+        if status == "completed":
+            checked_in = at(start_ts - (5 + 25 * random_()) * 60)
+            if end is not None:
+                completed = end + timedelta(minutes=45 * random_())
+            if aircraft is not None:
+                hobbs_out = aircraft.hobbs_at(start_ts)
+                if hobbs_out is not None:
+                    hobbs_in = round(hobbs_out + hours * (0.7 + 0.25 * random_()), 1)
+
+        lead = (0.5 + 29.5 * random_() * random_()) * DAY
+        created_ts = min(start_ts - lead, now_ts - random_() * 3 * DAY)
+        yield (
+            new_id(ms(created_ts)),
+            org_id,
+            None if aircraft is None else aircraft.id,
+            None if shape == "no_pilot" or not pilots else choice(pilots),
+            None if activity == "solo" or not instructors else choice(instructors),
+            activity,
+            start,
+            end,
+            status,
+            status == "standby" and random_() < 0.3,
+            checked_in,
+            completed,
+            choice(CANCELLATION_REASONS) if status == "cancelled" else None,
+            hobbs_out,
+            hobbs_in,
+            at(created_ts),
+            at(created_ts + (now_ts - created_ts) * random_()) if shape == "deleted" else None,
+        )

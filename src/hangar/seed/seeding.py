@@ -1,0 +1,206 @@
+"""Seeding one organization: the generators' rows, written in batches in the caller's
+transaction, one table after another so each can reference the ones before."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.errors import ApiError
+from hangar.fleet.models import Aircraft
+from hangar.orgs.commands import org_exists
+from hangar.orgs.models import Membership, Role, User
+from hangar.seed import fleet, maintenance, people, reservations, squawks
+from hangar.seed.bulk import BulkWriter, writer_for
+from hangar.seed.common import Row, batched
+from hangar.seed.fleet import Plane
+from hangar.seed.people import Person
+
+# Large enough that per-batch overhead vanishes, small enough that memory stays flat.
+BATCH = 25_000
+SEEDED_TABLES = (
+    "aircraft",
+    "users",
+    "memberships",
+    "reservations",
+    "squawks",
+    "maintenance_logs",
+    "work_orders",
+)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How many rows of each kind to add. The defaults make a believable school to try."""
+
+    aircraft: int = 12
+    members: int = 80
+    reservations: int = 5000
+    squawks: int = 300
+    maintenance_logs: int = 400
+    work_orders: int = 150
+
+
+class Progress(Protocol):
+    def start(self, what: str, total: int) -> None: ...
+
+    def advance(self, what: str, rows: int) -> None: ...
+
+
+class Silent:
+    def start(self, what: str, total: int) -> None:
+        pass
+
+    def advance(self, what: str, rows: int) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Pools:
+    """The organization's live aircraft and people, seeded now or before, that rows refer to."""
+
+    planes: list[Plane]
+    pilots: list[uuid.UUID]
+    instructors: list[uuid.UUID]
+    reporters: list[uuid.UUID]
+    crew: list[maintenance.Mechanic]
+
+
+async def seed_org(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    sizes: Sizes,
+    *,
+    now: datetime,
+    rng: random.Random | None = None,
+    progress: Progress | None = None,
+) -> dict[str, int]:
+    """Adds `sizes` rows to the organization; returns the counts added, by kind."""
+    rng = rng or random.Random()
+    progress = progress or Silent()
+    if not await org_exists(conn, org_id):
+        raise ApiError(404, "NOT_FOUND", f"no organization with id {org_id}")
+    needs_aircraft = sizes.squawks or sizes.maintenance_logs or sizes.work_orders
+    if needs_aircraft and not sizes.aircraft and not await _live_aircraft(conn, org_id):
+        raise ApiError(
+            422,
+            "VALIDATION_ERROR",
+            "squawks, maintenance logs and work orders need an aircraft; "
+            "the organization has none and none is being seeded",
+        )
+    for what, total in asdict(sizes).items():
+        progress.start(what, total)
+    writer = await writer_for(conn)
+
+    async def write(what: str, table: str, columns: Sequence[str], rows: Iterable[Row]) -> None:
+        for batch in batched(rows, BATCH):
+            await writer.write(table, columns, batch)
+            progress.advance(what, len(batch))
+
+    taken = set(await conn.scalars(select(Aircraft.tail_number).where(Aircraft.org_id == org_id)))
+    aircraft = fleet.aircraft_rows(org_id, sizes.aircraft, rng, now, taken)
+    await write("aircraft", "aircraft", fleet.COLUMNS, aircraft)
+    await _write_members(conn, writer, org_id, sizes.members, rng, now, progress)
+
+    pools = await _pools(conn, org_id, rng, now)
+    await write(
+        "reservations",
+        "reservations",
+        reservations.COLUMNS,
+        reservations.reservation_rows(
+            org_id, sizes.reservations, rng, now, pools.planes, pools.pilots, pools.instructors
+        ),
+    )
+    mechanics = [m.user_id for m in pools.crew if m.user_id is not None]
+    await write(
+        "squawks",
+        "squawks",
+        squawks.COLUMNS,
+        squawks.squawk_rows(
+            org_id, sizes.squawks, rng, now, pools.planes, pools.reporters, mechanics
+        ),
+    )
+    await write(
+        "maintenance_logs",
+        "maintenance_logs",
+        maintenance.LOG_COLUMNS,
+        maintenance.log_rows(org_id, sizes.maintenance_logs, rng, now, pools.planes, pools.crew),
+    )
+    await write(
+        "work_orders",
+        "work_orders",
+        maintenance.WORK_ORDER_COLUMNS,
+        maintenance.work_order_rows(org_id, sizes.work_orders, rng, now, pools.planes, pools.crew),
+    )
+    await writer.analyze(SEEDED_TABLES)
+    return asdict(sizes)
+
+
+async def _live_aircraft(conn: AsyncConnection, org_id: uuid.UUID) -> int:
+    stmt = select(func.count()).where(Aircraft.org_id == org_id, Aircraft.deleted_at.is_(None))
+    return int(await conn.scalar(stmt) or 0)
+
+
+async def _write_members(
+    conn: AsyncConnection,
+    writer: BulkWriter,
+    org_id: uuid.UUID,
+    count: int,
+    rng: random.Random,
+    now: datetime,
+    progress: Progress,
+) -> None:
+    roles = await conn.execute(select(Role.name, Role.id).where(Role.org_id == org_id))
+    role_ids = dict(roles.tuples().all())
+    pairs = people.member_rows(org_id, count, rng, now, role_ids)
+    for batch in batched(pairs, BATCH):
+        await writer.write("users", people.USER_COLUMNS, [user for user, _ in batch])
+        await writer.write("memberships", people.MEMBERSHIP_COLUMNS, [m for _, m in batch])
+        progress.advance("members", len(batch))
+
+
+async def _pools(
+    conn: AsyncConnection, org_id: uuid.UUID, rng: random.Random, now: datetime
+) -> Pools:
+    # Ordered, so that a seeded `rng` gives the same rows on every run.
+    aircraft = await conn.execute(
+        select(Aircraft.id, Aircraft.is_active, Aircraft.hobbs_current, Aircraft.tach_current)
+        .where(Aircraft.org_id == org_id, Aircraft.deleted_at.is_(None))
+        .order_by(Aircraft.id)
+    )
+    planes = [
+        fleet.plane(
+            rng, now, id=a.id, is_active=a.is_active, hobbs=a.hobbs_current, tach=a.tach_current
+        )
+        for a in aircraft
+    ]
+    members = await conn.execute(
+        select(Membership.user_id, Role.name, Membership.status, User.first_name, User.last_name)
+        .join(User, User.id == Membership.user_id)
+        .outerjoin(Role, Role.id == Membership.role_id)
+        .where(Membership.org_id == org_id, Membership.deleted_at.is_(None))
+        .order_by(Membership.id)
+    )
+    everyone = [
+        Person(m.user_id, m.name, m.status, f"{m.first_name} {m.last_name}".strip())
+        for m in members
+    ]
+    active = [p for p in everyone if p.status == "active"]
+    # Students book the aircraft; staff fly too, but mostly from the right seat.
+    students = [p.user_id for p in active if p.role in ("member", "admin")]
+    return Pools(
+        planes=planes,
+        pilots=students or [p.user_id for p in active],
+        instructors=[p.user_id for p in active if p.role == "instructor"],
+        reporters=[p.user_id for p in active],
+        crew=maintenance.mechanics(
+            rng, [(p.user_id, p.name) for p in active if p.role == "mechanic"]
+        ),
+    )

@@ -1,0 +1,111 @@
+"""Squawk moves: report (squawks.report); status, resolve, escalate (squawks.manage).
+
+`resolved` is final: every move out of it is a 409. Callers own the transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Update, insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.external.schemas import Squawk as SquawkOut
+from hangar.fleet.models import Aircraft
+from hangar.ids import new_id
+from hangar.orgs.access import Actor
+from hangar.orgs.commands import conflict, inserted, locked, moved, public, referenced
+from hangar.squawks.models import Severity, Squawk
+from hangar.webhooks import catalogue, outbox
+
+
+class NewSquawkBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    aircraft_id: uuid.UUID
+    description: str = Field(min_length=1, max_length=4000)
+    severity: Severity
+
+
+class StatusBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["in_progress", "deferred"]
+
+
+def _unresolved(squawk_id: uuid.UUID) -> Update:
+    return update(Squawk).where(Squawk.id == squawk_id, Squawk.status != "resolved")
+
+
+async def report(
+    conn: AsyncConnection, actor: Actor, body: NewSquawkBody, now: datetime
+) -> dict[str, Any]:
+    await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+    values = body.model_dump() | {
+        "id": new_id(),
+        "org_id": actor.org_id,
+        "status": "open",
+        "is_grounding": body.severity == "grounding",
+        "reported_by": actor.user_id,
+        "created_at": now,
+    }
+    row = await inserted(conn, insert(Squawk).values(values))
+    data = catalogue.squawk_created(row)
+    await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_CREATED], data, now)
+    return public(row, SquawkOut)
+
+
+async def set_status(
+    conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, body: StatusBody, now: datetime
+) -> dict[str, Any]:
+    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
+    if current["status"] in ("resolved", body.status):
+        raise conflict(f"The squawk is already {current['status']}")
+    row = await moved(
+        conn,
+        _unresolved(squawk_id).where(Squawk.status != body.status).values(status=body.status),
+        "The squawk was moved meanwhile",
+    )
+    return public(row, SquawkOut)
+
+
+async def resolve(
+    conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
+) -> dict[str, Any]:
+    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
+    if current["status"] == "resolved":
+        raise conflict("The squawk is already resolved")
+    row = await moved(
+        conn,
+        _unresolved(squawk_id).values(
+            status="resolved", resolved_at=now, resolved_by=actor.user_id
+        ),
+        "The squawk was resolved meanwhile",
+    )
+    data = catalogue.squawk_resolved(row)
+    await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_RESOLVED], data, now)
+    return public(row, SquawkOut)
+
+
+async def escalate(
+    conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
+) -> dict[str, Any]:
+    """Severity becomes grounding (status unchanged); a no-op escalation is a 409."""
+    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
+    if current["status"] == "resolved":
+        raise conflict("A resolved squawk cannot be escalated")
+    if current["severity"] == "grounding":
+        raise conflict("The squawk is already grounding")
+    row = await moved(
+        conn,
+        _unresolved(squawk_id)
+        .where(Squawk.severity != "grounding")
+        .values(severity="grounding", is_grounding=True),
+        "The squawk was escalated or resolved meanwhile",
+    )
+    data = catalogue.squawk_escalated(row)
+    await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_ESCALATED], data, now)
+    return public(row, SquawkOut)

@@ -1,0 +1,279 @@
+"""The delivery path: claims due deliveries from the queue tables and attempts them.
+
+A claim sets a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so workers on any number of
+machines never take the same delivery at once). Each claimed delivery runs as its own task,
+so one slow receiver holds up nobody else. An attempt is recorded only by the worker whose
+lease it still is; a worker that dies mid-attempt simply lets its lease run out, and the
+delivery is attempted again (at least once delivery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import case, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from hangar.clock import Clock
+from hangar.ids import new_id
+from hangar.webhooks.catalogue import TEST_PING
+from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
+from hangar.webhooks.secrets import SecretBox
+from hangar.webhooks.sender import AttemptResult, Sender
+from hangar.webhooks.signing import envelope, headers
+
+log = logging.getLogger("hangar.webhooks")
+
+MAX_ATTEMPTS = 3
+# The wait before attempt 2 and before attempt 3.
+RETRY_WAITS = (timedelta(seconds=2), timedelta(seconds=8))
+FAILURES_BEFORE_DISABLE = 5
+# Longer than the 10 s attempt timeout with room to record it; after this a delivery is
+# considered abandoned by its worker and may be claimed again.
+LEASE = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    id: uuid.UUID
+    subscription_id: uuid.UUID
+    event_name: str
+    attempts_made: int
+    lease_until: datetime
+
+
+def _due(now: datetime) -> Any:
+    return (
+        (Delivery.status == "pending")
+        & (Delivery.next_attempt_at <= now)
+        & or_(Delivery.lease_until.is_(None), Delivery.lease_until <= now)
+    )
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        clock: Clock,
+        sender: Sender,
+        box: SecretBox,
+        *,
+        batch: int = 50,
+        concurrency: int = 100,
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._sender = sender
+        self._box = box
+        self._batch = batch
+        self._slots = asyncio.Semaphore(concurrency)
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- the loop -------------------------------------------------------------------
+
+    def kick(self) -> None:
+        """New work may be due: stop sleeping."""
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                claimed = await self.claim()
+                for delivery in claimed:
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._attempt_in_slot(delivery))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                if len(claimed) == self._batch:
+                    continue  # more may be waiting
+                wait = await self._seconds_until_next_due()
+            except Exception:
+                log.exception("dispatcher: claiming failed; retrying shortly")
+                wait = 5.0
+            self._wake.clear()
+            sleepers = [
+                asyncio.ensure_future(self._wake.wait()),
+                asyncio.ensure_future(stop.wait()),
+            ]
+            await asyncio.wait(sleepers, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for s in sleepers:
+                s.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def run_once(self) -> int:
+        """Claims what is due now and attempts it all; for tests and `jobs`-style use."""
+        claimed = await self.claim()
+        await asyncio.gather(*(self._attempt_in_slot(d, acquired=False) for d in claimed))
+        return len(claimed)
+
+    async def _seconds_until_next_due(self) -> float:
+        now = self._clock.now()
+        async with self._engine.connect() as conn:
+            soonest = await conn.scalar(
+                select(
+                    func.min(func.coalesce(Delivery.lease_until, Delivery.next_attempt_at))
+                ).where(Delivery.status == "pending")
+            )
+        if soonest is None:
+            return 30.0  # idle: a new event kicks us awake anyway
+        if soonest.tzinfo is None:  # SQLite through an aggregate loses the column type
+            soonest = soonest.replace(tzinfo=now.tzinfo)
+        return min(max((soonest - now).total_seconds(), 0.0), 30.0)
+
+    # --- claiming -------------------------------------------------------------------
+
+    async def claim(self) -> list[Claimed]:
+        now = self._clock.now()
+        lease_until = now + LEASE
+        due = (
+            select(Delivery.id)
+            .where(_due(now))
+            .order_by(Delivery.next_attempt_at)
+            .limit(self._batch)
+            .with_for_update(skip_locked=True)
+        )
+        async with self._engine.begin() as conn:
+            rows = await conn.execute(
+                update(Delivery)
+                .where(Delivery.id.in_(due.scalar_subquery()))
+                .values(lease_until=lease_until)
+                .returning(
+                    Delivery.id,
+                    Delivery.subscription_id,
+                    Delivery.event_name,
+                    Delivery.attempts_made,
+                )
+            )
+            return [Claimed(*row, lease_until=lease_until) for row in rows]
+
+    # --- one attempt ----------------------------------------------------------------
+
+    async def _attempt_in_slot(self, delivery: Claimed, *, acquired: bool = True) -> None:
+        try:
+            await self.attempt(delivery)
+        except Exception:
+            # The lease runs out and the delivery is tried again; never lose it.
+            log.exception("dispatcher: attempt of delivery %s failed unexpectedly", delivery.id)
+        finally:
+            if acquired:
+                self._slots.release()
+
+    async def attempt(self, delivery: Claimed) -> None:
+        async with self._engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    select(
+                        Subscription.url,
+                        Subscription.secret_encrypted,
+                        Subscription.enabled,
+                        Subscription.deleted_at,
+                        Event.data,
+                    )
+                    .select_from(Delivery)
+                    .join(Event, Event.id == Delivery.event_id)
+                    .join(Subscription, Subscription.id == Delivery.subscription_id)
+                    .where(Delivery.id == delivery.id)
+                )
+            ).one()
+        is_test = delivery.event_name == TEST_PING
+        if row.deleted_at is not None or (not row.enabled and not is_test):
+            # Disabled: skipped, and never replayed when the subscription is enabled again.
+            await self._finish(delivery, status="skipped")
+            return
+        secret = self._box.open(row.secret_encrypted)
+        body = envelope(delivery.event_name, self._clock.now(), row.data)
+        started_at = self._clock.now()
+        result = await self._sender.post(
+            row.url, headers(delivery.event_name, str(delivery.id), secret, body), body
+        )
+        await self._record(delivery, started_at, result, counts=not is_test)
+
+    async def _record(
+        self, delivery: Claimed, started_at: datetime, result: AttemptResult, *, counts: bool
+    ) -> None:
+        number = delivery.attempts_made + 1
+        now = self._clock.now()
+        async with self._engine.begin() as conn:
+            if not await self._still_ours(conn, delivery, attempts_made=number):
+                return
+            await conn.execute(
+                insert(Attempt).values(
+                    id=new_id(),
+                    delivery_id=delivery.id,
+                    number=number,
+                    started_at=started_at,
+                    duration_ms=result.duration_ms,
+                    status_code=result.status_code,
+                    error=result.error,
+                    response_body=result.response_body,
+                )
+            )
+            if result.succeeded:
+                await self._close(conn, delivery, "succeeded", now)
+                if counts:
+                    await conn.execute(
+                        update(Subscription)
+                        .where(Subscription.id == delivery.subscription_id)
+                        .values(consecutive_failures=0)
+                    )
+            elif number < MAX_ATTEMPTS:
+                await conn.execute(
+                    update(Delivery)
+                    .where(Delivery.id == delivery.id)
+                    .values(next_attempt_at=now + RETRY_WAITS[number - 1], lease_until=None)
+                )
+            else:
+                await self._close(conn, delivery, "failed", now)
+                if counts:
+                    await self._count_failure(conn, delivery.subscription_id, now)
+
+    async def _still_ours(
+        self, conn: AsyncConnection, delivery: Claimed, *, attempts_made: int
+    ) -> bool:
+        """Takes the attempt for this worker, unless its lease was lost to another."""
+        taken = await conn.execute(
+            update(Delivery)
+            .where(
+                Delivery.id == delivery.id,
+                Delivery.status == "pending",
+                Delivery.lease_until == delivery.lease_until,
+            )
+            .values(attempts_made=attempts_made)
+        )
+        return taken.rowcount == 1
+
+    async def _close(
+        self, conn: AsyncConnection, delivery: Claimed, status: str, now: datetime
+    ) -> None:
+        await conn.execute(
+            update(Delivery)
+            .where(Delivery.id == delivery.id)
+            .values(status=status, completed_at=now, lease_until=None)
+        )
+
+    async def _finish(self, delivery: Claimed, *, status: str) -> None:
+        async with self._engine.begin() as conn:
+            if await self._still_ours(conn, delivery, attempts_made=delivery.attempts_made):
+                await self._close(conn, delivery, status, self._clock.now())
+
+    async def _count_failure(self, conn: AsyncConnection, sub_id: uuid.UUID, now: datetime) -> None:
+        # One statement, so concurrent workers cannot lose a count or disable twice.
+        failures = Subscription.consecutive_failures + 1
+        disable = failures >= FAILURES_BEFORE_DISABLE
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id == sub_id)
+            .values(
+                consecutive_failures=failures,
+                enabled=case((disable, False), else_=Subscription.enabled),
+                disabled_at=case(
+                    (disable & Subscription.enabled, now), else_=Subscription.disabled_at
+                ),
+            )
+        )

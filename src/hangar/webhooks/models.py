@@ -1,0 +1,74 @@
+"""Webhook subscriptions, the events they receive, and the delivery queue.
+
+The delivery tables are both the queue the dispatcher works from and the record the
+delivery log shows: one row per (event, subscription), one row per attempt.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from hangar.db.base import Base, id_column
+
+
+class Subscription(Base):
+    __tablename__ = "webhook_subscriptions"
+    id: Mapped[uuid.UUID] = id_column()
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[list[str]] = mapped_column(JSON)
+    secret_encrypted: Mapped[str] = mapped_column(Text)  # Fernet, key from HANGAR_SECRET_KEY
+    secret_prefix: Mapped[str] = mapped_column(String(8))
+    enabled: Mapped[bool] = mapped_column(default=True)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    disabled_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
+
+
+class Event(Base):
+    """Something that happened, recorded in the transaction that made it happen."""
+
+    __tablename__ = "events"
+    id: Mapped[uuid.UUID] = id_column()
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
+    name: Mapped[str] = mapped_column(String(60))
+    # The `data` object serialized once, so every delivery sends the same bytes.
+    data: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class Delivery(Base):
+    __tablename__ = "webhook_deliveries"
+    id: Mapped[uuid.UUID] = id_column()
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    subscription_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_subscriptions.id"))
+    event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("events.id"))
+    event_name: Mapped[str] = mapped_column(String(60))
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    attempts_made: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    lease_until: Mapped[datetime | None]  # a worker holds it until then
+    created_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]
+
+
+class Attempt(Base):
+    __tablename__ = "webhook_attempts"
+    id: Mapped[uuid.UUID] = id_column()
+    delivery_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_deliveries.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime]
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(500))
+    response_body: Mapped[str | None] = mapped_column(Text)  # the first 2 KB
+
+
+DELIVERY_STATUSES = ("pending", "succeeded", "failed", "skipped")

@@ -1,0 +1,120 @@
+"""Recording events in the transaction that causes them (the transactional outbox).
+
+`record` writes the event rows and one pending delivery per enabled subscription whose list
+matches, on the caller's connection and inside the caller's transaction: if the change rolls
+back, so do its events; if it commits, they are all there for the dispatcher. Nothing is sent
+from here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.external.responses import dumps
+from hangar.ids import new_id
+from hangar.webhooks.catalogue import ALL_EVENTS
+from hangar.webhooks.models import Delivery, Event, Subscription
+
+NOTIFY_CHANNEL = "hangar_deliveries"
+# Set on a SQLite connection that recorded deliveries; seen when it returns to the pool.
+WAKE_FLAG = "hangar_wake_dispatcher"
+
+
+def serialize(data: Mapping[str, Any]) -> str:
+    """The one serialization of an event's data; every delivery sends these bytes."""
+    return dumps(data).decode()
+
+
+async def record(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    names: Sequence[str],
+    data: Mapping[str, Any],
+    now: datetime,
+) -> list[uuid.UUID]:
+    """Records events `names` (fired in this order) sharing one `data`; returns their ids."""
+    body = serialize(data)
+    ids = [new_id() for _ in names]
+    events = [
+        {"id": event_id, "org_id": org_id, "name": name, "data": body, "created_at": now}
+        for event_id, name in zip(ids, names, strict=True)
+    ]
+    await conn.execute(insert(Event), events)
+    subscriptions = (
+        await conn.execute(
+            select(Subscription.id, Subscription.events).where(
+                Subscription.org_id == org_id,
+                Subscription.enabled.is_(True),
+                Subscription.deleted_at.is_(None),
+            )
+        )
+    ).all()
+    deliveries = [
+        {
+            "id": new_id(),
+            "org_id": org_id,
+            "subscription_id": sub.id,
+            "event_id": event["id"],
+            "event_name": event["name"],
+            "status": "pending",
+            "attempts_made": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        }
+        for event in events
+        for sub in subscriptions
+        if ALL_EVENTS in sub.events or event["name"] in sub.events
+    ]
+    if deliveries:
+        await conn.execute(insert(Delivery), deliveries)
+        await wake_dispatchers(conn)
+    return ids
+
+
+async def enqueue_to(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    subscription_id: uuid.UUID,
+    name: str,
+    data: Mapping[str, Any],
+    now: datetime,
+) -> uuid.UUID:
+    """One event for one chosen subscription, whatever its list (the Test action)."""
+    event_id = new_id()
+    await conn.execute(
+        insert(Event).values(
+            id=event_id, org_id=org_id, name=name, data=serialize(data), created_at=now
+        )
+    )
+    delivery_id = new_id()
+    await conn.execute(
+        insert(Delivery).values(
+            id=delivery_id,
+            org_id=org_id,
+            subscription_id=subscription_id,
+            event_id=event_id,
+            event_name=name,
+            status="pending",
+            attempts_made=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+    )
+    await wake_dispatchers(conn)
+    return delivery_id
+
+
+async def wake_dispatchers(conn: AsyncConnection) -> None:
+    # PostgreSQL delivers a NOTIFY only when the transaction commits: a rolled-back change
+    # wakes nobody. SQLite has one process; its dispatcher is woken in-process when this
+    # connection goes back to the pool, which is after the commit.
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
+    else:
+        conn.info[WAKE_FLAG] = True

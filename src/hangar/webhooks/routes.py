@@ -1,0 +1,150 @@
+"""/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, Test, the delivery log."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from hangar.auth.ratelimit import Limit
+from hangar.errors import ApiError
+from hangar.external.responses import json_response
+from hangar.ids import parse_id
+from hangar.orgs.access import Actor, acting
+from hangar.orgs.capabilities import ORG_SETTINGS
+from hangar.services import Services
+from hangar.webhooks import catalogue, outbox
+from hangar.webhooks import subscriptions as subs
+
+router = APIRouter(prefix="/api/orgs/{org_id}/webhooks", include_in_schema=False)
+Admin = Annotated[Actor, acting(ORG_SETTINGS)]
+TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
+
+
+class NewSubscription(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    url: str = Field(max_length=4096)
+    events: list[str] = Field(max_length=20)
+
+
+class SubscriptionEdit(BaseModel):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    url: str | None = Field(None, max_length=4096)
+    events: list[str] | None = Field(None, max_length=20)
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _sub_id(text: str) -> uuid.UUID:
+    sub_id = parse_id(text)
+    if sub_id is None:
+        raise ApiError(404, "NOT_FOUND", "No such webhook subscription")
+    return sub_id
+
+
+@router.get("")
+async def list_subscriptions(request: Request, actor: Admin) -> Response:
+    async with _services(request).engine.connect() as conn:
+        return json_response(await subs.list_subscriptions(conn, actor.org_id))
+
+
+@router.post("", status_code=201)
+async def create_subscription(request: Request, actor: Admin, body: NewSubscription) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        created = await subs.create_subscription(
+            conn,
+            actor.org_id,
+            name=body.name,
+            url=body.url,
+            events=body.events,
+            box=services.secret_box,
+            resolver=services.resolver,
+            now=services.clock.now(),
+        )
+    return json_response(created, 201)
+
+
+@router.get("/{sub_id}")
+async def get_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
+    async with _services(request).engine.connect() as conn:
+        return json_response(await subs.get_subscription(conn, actor.org_id, _sub_id(sub_id)))
+
+
+@router.patch("/{sub_id}")
+async def edit_subscription(
+    request: Request, actor: Admin, sub_id: str, body: SubscriptionEdit
+) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        edited = await subs.edit_subscription(
+            conn,
+            actor.org_id,
+            _sub_id(sub_id),
+            name=body.name,
+            url=body.url,
+            events=body.events,
+            resolver=services.resolver,
+            now=services.clock.now(),
+        )
+    return json_response(edited)
+
+
+@router.delete("/{sub_id}", status_code=204)
+async def delete_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        await subs.delete_subscription(conn, actor.org_id, _sub_id(sub_id), services.clock.now())
+    return Response(status_code=204)
+
+
+@router.post("/{sub_id}/enable")
+async def enable_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
+    services = _services(request)
+    async with services.engine.begin() as conn:
+        enabled = await subs.enable_subscription(
+            conn, actor.org_id, _sub_id(sub_id), services.clock.now()
+        )
+    return json_response(enabled)
+
+
+@router.post("/{sub_id}/test", status_code=202)
+async def test_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
+    services = _services(request)
+    now = services.clock.now()
+    target = _sub_id(sub_id)
+    async with services.engine.begin() as conn:
+        sub = await subs.get_subscription(conn, actor.org_id, target, lock=True)
+        refused = await services.limiter.hit(f"test-fire:{target}", TEST_FIRE_LIMITS, now)
+        if refused is not None:
+            raise ApiError(429, "RATE_LIMITED", f"Test limit reached: {refused.label}")
+        if not sub["enabled"]:
+            await subs.reset_failures(conn, target)
+        delivery_id = await outbox.enqueue_to(
+            conn,
+            actor.org_id,
+            target,
+            catalogue.TEST_PING,
+            catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
+            now,
+        )
+    return json_response({"delivery_id": str(delivery_id)}, 202)
+
+
+@router.get("/{sub_id}/deliveries")
+async def list_deliveries(
+    request: Request,
+    actor: Admin,
+    sub_id: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Response:
+    async with _services(request).engine.connect() as conn:
+        return json_response(
+            await subs.recent_deliveries(conn, actor.org_id, _sub_id(sub_id), limit)
+        )

@@ -1,0 +1,446 @@
+"""Whether a webhook URL may be used: the one policy, applied on save and before each delivery.
+
+A webhook URL is chosen by an organization administrator and then fetched by our servers, so
+every rule here exists to stop it from reaching anything that is not on the public internet
+(loopback, private networks, cloud metadata, internal DNS names). There is deliberately no
+setting, flag or environment variable that relaxes the policy; tests inject a fake resolver.
+
+Checks run in the order of the spec's error codes, and the first failure wins:
+
+1. ``WEBHOOK_URL_PARSE_FAILED`` - not a URL we are willing to interpret: empty, longer than
+   2048 characters, whitespace, control or invisible formatting characters anywhere, a
+   backslash (parsers disagree about it), no scheme, credentials (``user:pass@``), a bad
+   port, a malformed bracketed address, or a host name that is not a valid DNS name.
+2. ``WEBHOOK_URL_HTTPS_REQUIRED`` - scheme is not ``https`` (case-insensitive).
+3. ``WEBHOOK_URL_HOST_REQUIRED`` - no authority, or an empty host.
+4. ``WEBHOOK_URL_PRIVATE_IP`` - the host is an IP literal that is not public, in any notation
+   a URL parser or ``inet_aton`` accepts, or it is an internal name (see below).
+5. ``WEBHOOK_URL_DNS_FAILED`` / ``WEBHOOK_URL_PRIVATE_IP`` - only in :func:`check_webhook_url`:
+   the name does not resolve, or any one of its addresses is not public.
+
+Decisions the spec leaves open:
+
+* The host is normalised the way browsers do before deciding whether it is an IP literal:
+  percent-escapes decoded, NFKC (full-width digits and dots become ASCII), IDNA, lower case,
+  one trailing dot dropped. IDNA uses the standard library's IDNA 2003 codec; names it cannot
+  convert, and the four characters on which IDNA 2003 and 2008 disagree (so another client
+  would connect to a different name), are refused as ``PARSE_FAILED``.
+* A host whose last label is a number is an IPv4 literal (WHATWG "ends in a number"); it is
+  parsed like ``inet_aton`` (hex, octal, 1-4 parts) and never handed to a resolver. If it is
+  not public it is ``PRIVATE_IP``; if it is public but not written as plain dotted decimal
+  it is still refused (``PARSE_FAILED``), because tools disagree on forms like ``010.0.0.1``.
+* An IPv6 zone id (``[fe80::1%25eth0]``) names a local interface, so it is ``PRIVATE_IP``
+  whatever the address.
+* Internal names - ``localhost``, single-label names, and names under top-level domains that
+  are never delegated publicly (``.local``, ``.internal``, ``.lan``, ``.arpa``, ...) - are
+  refused as ``PRIVATE_IP`` *without* resolving them: the spec allows no internal DNS names,
+  and not resolving them keeps the check from probing internal DNS.
+* Any port from 1 to 65535 is allowed; the spec restricts hosts, not ports.
+* The fragment is dropped; it is never sent over HTTP.
+* Error details never include resolved addresses, so the check cannot be used to learn what
+  a name resolves to inside our network.
+* :class:`SystemResolver` looks names up in absolute form (trailing dot), so resolv.conf
+  search domains never apply, and gives up after 5 seconds (``DNS_FAILED``).
+
+:func:`check_webhook_url` returns the addresses it checked. The dispatcher must connect to
+exactly those (not resolve the name again), otherwise a DNS answer that changes between the
+check and the connection (DNS rebinding) would bypass the policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+import socket
+import unicodedata
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2048
+
+
+class RejectionCode(StrEnum):
+    PARSE_FAILED = "WEBHOOK_URL_PARSE_FAILED"
+    HTTPS_REQUIRED = "WEBHOOK_URL_HTTPS_REQUIRED"
+    HOST_REQUIRED = "WEBHOOK_URL_HOST_REQUIRED"
+    PRIVATE_IP = "WEBHOOK_URL_PRIVATE_IP"
+    DNS_FAILED = "WEBHOOK_URL_DNS_FAILED"
+
+
+class UrlRejected(Exception):
+    """A webhook URL that may not be used; ``detail`` is written for administrators."""
+
+    def __init__(self, code: RejectionCode, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedUrl:
+    """An https URL reduced to what a client needs; ``host`` is ASCII and canonical."""
+
+    host: str  # lower-case DNS name or canonical IP text (IPv6 without brackets)
+    port: int
+    path: str  # always starts with "/"
+    query: str  # without the "?"; "" when absent
+    ip: IPAddress | None  # set when the host is an IP literal
+
+    @property
+    def url(self) -> str:
+        """The canonical URL: give this, not the original string, to the HTTP client."""
+        host = f"[{self.host}]" if isinstance(self.ip, ipaddress.IPv6Address) else self.host
+        port = "" if self.port == 443 else f":{self.port}"
+        query = f"?{self.query}" if self.query else ""
+        return f"https://{host}{port}{self.path}{query}"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedUrl:
+    url: ParsedUrl
+    addresses: tuple[IPAddress, ...]  # every one public; connect only to these
+
+
+AddressRule = Callable[[IPAddress], bool]
+
+
+class ResolutionFailed(Exception):
+    """Raised by a resolver when a name has no usable answer."""
+
+
+class Resolver(Protocol):
+    async def resolve(self, host: str, port: int) -> list[IPAddress]: ...
+
+
+# --- the address rule -------------------------------------------------------------------
+
+# Listed explicitly because `is_global` alone is not enough: it is True for multicast and,
+# depending on the Python version, for NAT64, 6to4, Teredo and IPv4-mapped forms.
+_V4_BLOCKED = tuple(
+    ipaddress.IPv4Network(net)
+    for net in (
+        "0.0.0.0/8",  # "this network"; connecting to 0.0.0.0 reaches the local host
+        "10.0.0.0/8",  # RFC 1918
+        "100.64.0.0/10",  # carrier-grade NAT; 100.100.100.200 is a cloud metadata address
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local, including 169.254.169.254 (cloud metadata)
+        "172.16.0.0/12",  # RFC 1918
+        "192.0.0.0/24",  # IETF protocol assignments; 192.0.0.192 is a cloud metadata address
+        "192.0.2.0/24",  # documentation
+        "192.88.99.0/24",  # deprecated 6to4 relay anycast
+        "192.168.0.0/16",  # RFC 1918
+        "198.18.0.0/15",  # benchmarking
+        "198.51.100.0/24",  # documentation
+        "203.0.113.0/24",  # documentation
+        "224.0.0.0/4",  # multicast
+        "240.0.0.0/4",  # reserved, including broadcast 255.255.255.255
+    )
+)
+
+# Only 2000::/3 is allocated as global unicast, so everything outside it (::, ::1, IPv4-
+# compatible and -translated forms, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, fc00::/7,
+# fe80::/10, fec0::/10, ff00::/8, ...) is refused; the list below adds the holes inside it.
+_V6_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_V6_BLOCKED = tuple(
+    ipaddress.IPv6Network(net)
+    for net in (
+        "2001::/23",  # IETF protocol assignments, including Teredo 2001::/32 (embeds IPv4)
+        "2001:db8::/32",  # documentation
+        "2002::/16",  # 6to4 (embeds an IPv4 address, possibly a private one)
+        "3fff::/20",  # documentation (RFC 9637)
+    )
+)
+
+
+def is_public_address(ip: IPAddress) -> bool:
+    """True only for addresses on the public internet; the single rule for literals and DNS."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = ipaddress.IPv6Address(int(ip))  # a scope id changes nothing about reachability
+        mapped = ip.ipv4_mapped
+        if mapped is not None:
+            # ::ffff:a.b.c.d is an IPv4 connection in disguise: judge the IPv4 address.
+            return is_public_address(mapped)
+        if ip not in _V6_GLOBAL_UNICAST or any(ip in net for net in _V6_BLOCKED):
+            return False
+        return ip.is_global and not ip.is_multicast
+    if any(ip in net for net in _V4_BLOCKED):
+        return False
+    return ip.is_global and not ip.is_multicast
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
+_PORT = re.compile(r"[0-9]+")  # ASCII only: int() also takes full-width digits and "4_43"
+_HOST_CHARS = re.compile(r"[a-z0-9._-]+")
+_IPV6_CHARS = re.compile(r"[0-9a-f:.]+")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_DEC = frozenset("0123456789")
+_OCT = frozenset("01234567")
+
+# Characters IDNA 2003 maps away but IDNA 2008 keeps (ß -> ss vs xn--...): we would check
+# one name while an IDNA 2008 client (aiohttp/yarl) connects to another.
+_IDNA_DEVIATIONS = frozenset("\u00df\u03c2\u200c\u200d")
+# Dots that browsers treat as label separators; NFKC leaves the ideographic one alone.
+_DOT_VARIANTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+
+# Top-level labels that are never delegated on the public internet: special-use names
+# (RFC 6761, 6762, 7686, 8375, 9476), ICANN's private-use .internal, and the TLDs ICANN
+# will not delegate because internal networks already use them.
+_INTERNAL_TLDS = frozenset(
+    {
+        "localhost",
+        "local",
+        "internal",
+        "localdomain",
+        "lan",
+        "home",
+        "corp",
+        "intranet",
+        "private",
+        "arpa",
+        "test",
+        "invalid",
+        "example",
+        "onion",
+        "alt",
+    }
+)
+
+
+def _parse_failed(detail: str) -> UrlRejected:
+    return UrlRejected(RejectionCode.PARSE_FAILED, detail)
+
+
+def _private(detail: str) -> UrlRejected:
+    return UrlRejected(RejectionCode.PRIVATE_IP, detail)
+
+
+def parse_webhook_url(url: str) -> ParsedUrl:
+    """Parse and statically check a webhook URL (no DNS); raise :class:`UrlRejected`."""
+    if not url:
+        raise _parse_failed("Enter a webhook URL.")
+    if len(url) > MAX_URL_LENGTH:
+        raise _parse_failed(f"Webhook URLs may be at most {MAX_URL_LENGTH} characters long.")
+    # isprintable() is False for controls, separators and invisible format characters.
+    if not url.isprintable() or " " in url:
+        raise _parse_failed("Webhook URLs may not contain spaces or control characters.")
+    if "\\" in url:
+        raise _parse_failed("Webhook URLs may not contain backslashes.")
+    match = _SCHEME.fullmatch(url)
+    if match is None:
+        raise _parse_failed("This is not a URL; webhook URLs must start with https://")
+    scheme, rest = match.groups()
+
+    authority: str | None = None
+    if rest.startswith("//"):
+        rest = rest[2:]
+        end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        authority, rest = rest[:end], rest[end:]
+    rest = rest.partition("#")[0]
+    path, _, query = rest.partition("?")
+
+    raw_host, port = _split_authority(authority) if authority is not None else ("", 443)
+
+    if scheme.lower() != "https":
+        raise UrlRejected(RejectionCode.HTTPS_REQUIRED, "Webhook URLs must start with https://")
+    if not raw_host:
+        raise UrlRejected(RejectionCode.HOST_REQUIRED, "Webhook URLs must include a host name.")
+
+    ip: IPAddress | None
+    if raw_host.startswith("["):
+        ip = _parse_bracketed(raw_host)
+        host = ip.compressed
+    else:
+        host, ip = _parse_host(raw_host)
+    return ParsedUrl(host=host, port=port, path=path or "/", query=query, ip=ip)
+
+
+def _split_authority(authority: str) -> tuple[str, int]:
+    # Credentials are refused outright: they make "https://trusted@evil/" readable as
+    # "trusted", and a secret inside the URL would be shown to every administrator.
+    if "@" in authority:
+        raise _parse_failed("Webhook URLs may not contain a user name or password.")
+    if authority.startswith("["):
+        close = authority.find("]")
+        if close < 0:
+            raise _parse_failed("The IPv6 address in this URL is missing its closing ].")
+        host, after = authority[: close + 1], authority[close + 1 :]
+        if after and not after.startswith(":"):
+            raise _parse_failed("Unexpected characters after the IPv6 address.")
+        port_text = after[1:]
+    else:
+        host, _, port_text = authority.partition(":")
+    if not port_text:
+        return host, 443  # "host:" means the default port, as in browsers
+    if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
+        raise _parse_failed("The port must be a number from 1 to 65535.")
+    return host, int(port_text)
+
+
+def _parse_bracketed(raw_host: str) -> ipaddress.IPv6Address:
+    text, zone_sep, _zone = raw_host[1:-1].partition("%")
+    text = unicodedata.normalize("NFKC", text).lower()
+    if not _IPV6_CHARS.fullmatch(text):
+        raise _parse_failed("The address in brackets is not a valid IPv6 address.")
+    try:
+        ip = ipaddress.IPv6Address(text)
+    except ValueError:
+        raise _parse_failed("The address in brackets is not a valid IPv6 address.") from None
+    if zone_sep or not is_public_address(ip):
+        raise _private("Webhook URLs must point to a public internet address.")
+    return ip
+
+
+def _parse_host(raw_host: str) -> tuple[str, IPAddress | None]:
+    name = _normalize_host(raw_host)
+    if name.endswith("."):
+        name = name[:-1]  # one trailing dot is the absolute form of the same name
+    labels = name.split(".")
+    if not name or len(name) > 253 or not all(0 < len(label) <= 63 for label in labels):
+        raise _parse_failed("The host name is not valid.")
+
+    if _ends_in_number(labels[-1]):
+        ip4 = _parse_ipv4(labels)
+        if ip4 is None:
+            raise _parse_failed("The host looks like an IPv4 address but is not a valid one.")
+        if not is_public_address(ip4):
+            raise _private("Webhook URLs must point to a public internet address.")
+        if name != str(ip4):
+            raise _parse_failed(f"Write the IPv4 address in the usual form: {ip4}")
+        return name, ip4
+
+    if len(labels) == 1 or labels[-1] in _INTERNAL_TLDS:
+        raise _private("Webhook URLs may not use localhost or internal host names.")
+    return name, None
+
+
+def _normalize_host(raw_host: str) -> str:
+    """Bring a host to the ASCII form a browser would use, so notations cannot hide an IP."""
+    try:
+        host = urllib.parse.unquote(raw_host, errors="strict")
+    except UnicodeDecodeError:
+        raise _parse_failed("The host name is not valid.") from None
+    if "%" in host or not host.isprintable() or " " in host:
+        raise _parse_failed("The host name is not valid.")
+    host = unicodedata.normalize("NFKC", host).translate(_DOT_VARIANTS)
+    if not host.isascii():
+        if _IDNA_DEVIATIONS.intersection(host):
+            raise _parse_failed("The host name contains characters that are not supported.")
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise _parse_failed("The host name is not a valid internationalized name.") from None
+    host = host.lower()
+    if not _HOST_CHARS.fullmatch(host):
+        raise _parse_failed("The host name is not valid.")
+    return host
+
+
+def _ends_in_number(label: str) -> bool:
+    # WHATWG URL: a host whose last label is numeric is an IPv4 address, never a DNS name.
+    if label.startswith(("0x", "0X")):
+        return _HEX.issuperset(label[2:])
+    return _DEC.issuperset(label)
+
+
+def _parse_ipv4(labels: list[str]) -> ipaddress.IPv4Address | None:
+    """inet_aton / WHATWG IPv4 parsing: 1-4 parts, each decimal, 0x-hex or 0-octal."""
+    if len(labels) > 4:
+        return None
+    numbers: list[int] = []
+    for label in labels:
+        number = _parse_ipv4_number(label)
+        if number is None:
+            return None
+        numbers.append(number)
+    # The last part fills all remaining bytes: "127.1" is 127.0.0.1, "2130706433" likewise.
+    *leading, last = numbers
+    if any(n > 255 for n in leading) or last >= 256 ** (5 - len(numbers)):
+        return None
+    value = last
+    for i, n in enumerate(leading):
+        value += n << (8 * (3 - i))
+    return ipaddress.IPv4Address(value)
+
+
+def _parse_ipv4_number(label: str) -> int | None:
+    if label[:2] in ("0x", "0X"):
+        digits, base, allowed = label[2:], 16, _HEX
+    elif len(label) > 1 and label.startswith("0"):
+        digits, base, allowed = label[1:], 8, _OCT
+    else:
+        digits, base, allowed = label, 10, _DEC
+    if not allowed.issuperset(digits):
+        return None
+    return int(digits, base) if digits else 0  # a bare "0x" is zero, as in browsers
+
+
+# --- the full check ---------------------------------------------------------------------
+
+
+async def check_webhook_url(
+    url: str, resolver: Resolver, *, is_allowed: AddressRule = is_public_address
+) -> CheckedUrl:
+    """Parse, resolve and check a webhook URL; run on save and again before every delivery.
+
+    `is_allowed` judges resolved addresses. Production never passes it: only the delivery
+    tests do, so that a name can resolve to their loopback receiver. There is no setting.
+    """
+    parsed = parse_webhook_url(url)
+    if parsed.ip is not None:
+        return CheckedUrl(parsed, (parsed.ip,))
+    not_resolving = f"The host name {parsed.host} could not be resolved."
+    try:
+        answers = await resolver.resolve(parsed.host, parsed.port)
+    except (ResolutionFailed, OSError):
+        raise UrlRejected(RejectionCode.DNS_FAILED, not_resolving) from None
+    addresses = tuple(dict.fromkeys(answers))
+    if not addresses:
+        raise UrlRejected(RejectionCode.DNS_FAILED, not_resolving)
+    # One private answer is enough to refuse: a client may pick any of them.
+    if not all(is_allowed(ip) for ip in addresses):
+        raise _private(
+            f"The host name {parsed.host} resolves to a private or reserved address; "
+            "webhook URLs must point to the public internet."
+        )
+    return CheckedUrl(parsed, addresses)
+
+
+class SystemResolver:
+    """Resolves with the operating system's resolver (getaddrinfo), bounded by a timeout."""
+
+    def __init__(self, timeout: float = 5.0) -> None:
+        self._timeout = timeout
+
+    async def resolve(self, host: str, port: int) -> list[IPAddress]:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._timeout):
+                infos = await loop.getaddrinfo(_absolute(host), port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:  # gaierror and TimeoutError are OSErrors
+            raise ResolutionFailed(f"{host} does not resolve") from exc
+        addresses: dict[IPAddress, None] = {}
+        for family, _type, _proto, _canonname, sockaddr in infos:
+            if family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            # Scope ids ("fe80::1%eth0") are dropped; the policy judges the address itself.
+            text = str(sockaddr[0]).partition("%")[0]
+            addresses[ipaddress.ip_address(text)] = None
+        return list(addresses)
+
+
+def _absolute(host: str) -> str:
+    # A trailing dot stops resolv.conf search domains ("example.com" becoming
+    # "example.com.cluster.local") from turning a public name into an internal one.
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host if host.endswith(".") else f"{host}."
+    return host

@@ -1,0 +1,24 @@
+"""Signed-in clients of the roles the shared conftest does not provide."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from hangar.services import Services
+from tests.conftest import signed_in_client
+from tests.factories import Org
+
+
+@pytest.fixture
+async def instructor(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
+    async for c in signed_in_client(services, org, "instructor"):
+        yield c
+
+
+@pytest.fixture
+async def mechanic(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
+    async for c in signed_in_client(services, org, "mechanic"):
+        yield c

@@ -1,0 +1,187 @@
+"""Fixtures: one database per test run (SQLite, or PostgreSQL when HANGAR_TEST_DATABASE_URL
+is set), one app per test with its own clock, and organizations that never share rows."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.app import create_app
+from hangar.auth.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
+from hangar.config import Settings
+from hangar.crypto import derive_key
+from hangar.db.engine import make_engine
+from hangar.db.migrate import upgrade_async
+from hangar.services import Services
+from tests.factories import Org, make_org
+from tests.support import FakeClock, FakeResolver
+
+PG_URL = os.environ.get("HANGAR_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("HANGAR_TEST_REDIS_URL")
+SECRET = "test-secret-key-" + "x" * 32
+
+
+async def _admin(url: str, sql: str) -> None:
+    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+async def database_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A fresh database for this run, migrated to head by the real migrations."""
+    if not PG_URL:
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'hangar.db'}"
+        await upgrade_async(url)
+        yield url
+        return
+    name = f"hangar_test_{uuid.uuid4().hex[:12]}"
+    base, _, _ = PG_URL.rpartition("/")
+    await _admin(PG_URL, f'CREATE DATABASE "{name}"')
+    url = f"{base}/{name}"
+    try:
+        await upgrade_async(url)
+        yield url
+    finally:
+        await _admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = make_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_prefix() -> str:
+    return f"hangar-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[Redis | None]:
+    if not REDIS_URL:
+        yield None
+        return
+    client = Redis.from_url(REDIS_URL)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def limiter(redis: Redis | None, redis_prefix: str) -> RateLimiter:
+    return RedisRateLimiter(redis, redis_prefix) if redis else MemoryRateLimiter()
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        secret_key=SECRET,
+        public_url="https://hangar.example",
+        service_domain="hangar.example",
+        redis_url=REDIS_URL,
+    )
+
+
+@pytest.fixture
+def resolver() -> FakeResolver:
+    return FakeResolver()
+
+
+@pytest.fixture
+def services(
+    settings: Settings,
+    engine: AsyncEngine,
+    clock: FakeClock,
+    limiter: RateLimiter,
+    redis: Redis | None,
+    resolver: FakeResolver,
+) -> Services:
+    return Services(
+        settings=settings,
+        engine=engine,
+        clock=clock,
+        limiter=limiter,
+        redis=redis,
+        cursor_key=derive_key(SECRET, "cursor"),
+        resolver=resolver,
+    )
+
+
+@pytest.fixture
+async def client(services: Services) -> AsyncIterator[httpx.AsyncClient]:
+    # No lifespan: the engine is the run's, not this app's, to close.
+    app = create_app(services)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://hangar.example") as c:
+        yield c
+
+
+@pytest.fixture
+async def org(engine: AsyncEngine) -> Org:
+    return await make_org(engine, "Acme Flight School")
+
+
+@pytest.fixture
+async def other(engine: AsyncEngine) -> Org:
+    """The second organization every read test carries: its rows must never show up."""
+    return await make_org(engine, "Other Aero Club")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+# Signed-in clients: sessions of a given role in a given organization.
+
+PASSWORD = "correct horse battery"
+
+
+async def signed_in_client(
+    services: Services, org: Org, role: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client signed in as a new `role` of `org`, sending its CSRF header on every call."""
+    email = f"{role}-{uuid.uuid4().hex[:12]}@example.org"
+    await org.member(role, email=email, password=PASSWORD)
+    transport = httpx.ASGITransport(app=create_app(services), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://hangar.example") as c:
+        response = await c.post("/api/session", json={"email": email, "password": PASSWORD})
+        assert response.status_code == 200, response.text
+        c.headers["X-CSRF-Token"] = response.json()["csrf_token"]
+        yield c
+
+
+@pytest.fixture
+async def admin(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
+    async for c in signed_in_client(services, org, "admin"):
+        yield c
+
+
+@pytest.fixture
+async def member(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
+    async for c in signed_in_client(services, org, "member"):
+        yield c
+
+
+@pytest.fixture
+async def outsider(services: Services, other: Org) -> AsyncIterator[httpx.AsyncClient]:
+    """An admin, but of the other organization."""
+    async for c in signed_in_client(services, other, "admin"):
+        yield c

@@ -1,0 +1,171 @@
+"""GET /api/v1/external/openapi.json"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+URL = "/api/v1/external/openapi.json"
+P = "/api/v1/external"
+SCOPE = {
+    f"{P}/reservations": "read:reservations",
+    f"{P}/reservations.ics": "read:reservations",
+    f"{P}/aircraft": "read:aircraft",
+    f"{P}/squawks": "read:squawks",
+    f"{P}/members": "read:members",
+    f"{P}/maintenance-logs": "read:maintenance",
+    f"{P}/work-orders": "read:maintenance",
+}
+PARAMETERS = {
+    f"{P}/reservations": {
+        "limit",
+        "after",
+        "aircraft_id",
+        "pilot_id",
+        "status",
+        "start_after",
+        "start_before",
+    },
+    f"{P}/reservations.ics": {"token"},
+    f"{P}/aircraft": set(),
+    f"{P}/squawks": {"status", "aircraft_id", "is_grounding"},
+    f"{P}/members": set(),
+    f"{P}/maintenance-logs": {"aircraft_id"},
+    f"{P}/work-orders": {"status"},
+}
+
+
+@pytest.fixture
+async def doc(client: httpx.AsyncClient) -> dict[str, Any]:
+    response = await client.get(URL)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def walk(node: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key, value
+            yield from walk(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from walk(item)
+
+
+def params_of(doc: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in doc["paths"][path]["get"].get("parameters", [])}
+
+
+def enum_of(schema: dict[str, Any]) -> set[str]:
+    return {v for key, value in walk(schema) if key == "enum" for v in value}
+
+
+def types_of(schema: dict[str, Any]) -> set[str]:
+    return {value for key, value in walk(schema) if key == "type" and isinstance(value, str)}
+
+
+async def test_is_served_without_authentication(client: httpx.AsyncClient) -> None:
+    assert (await client.get(URL)).status_code == 200
+    bad_key = await client.get(URL, headers={"Authorization": "Bearer svc_pk_nope"})
+    assert bad_key.status_code == 200
+
+
+async def test_version_and_openapi_level(doc: dict[str, Any]) -> None:
+    assert doc["openapi"] == "3.1.0"
+    assert doc["info"]["version"] == "1.1.0"
+    assert doc["info"]["title"]
+
+
+async def test_exactly_the_seven_get_operations(doc: dict[str, Any]) -> None:
+    assert set(doc["paths"]) == set(SCOPE)
+    for path, item in doc["paths"].items():
+        assert set(item) - {"summary", "description", "parameters"} == {"get"}, path
+
+
+async def test_each_operation_names_its_scope(doc: dict[str, Any]) -> None:
+    schemes = doc["components"]["securitySchemes"]
+    for path, scope in SCOPE.items():
+        op = doc["paths"][path]["get"]
+        assert op["x-required-scope"] == scope, path
+        [requirement] = op["security"]
+        [(scheme, scopes)] = requirement.items()
+        assert scheme in schemes, path
+        assert scopes == [scope], path
+
+
+async def test_security_schemes(doc: dict[str, Any]) -> None:
+    schemes = doc["components"]["securitySchemes"]
+    bearer = [s for s in schemes.values() if s.get("type") == "http"]
+    assert [s["scheme"].lower() for s in bearer] == ["bearer"]
+    feed_scheme = next(iter(doc["paths"][f"{P}/reservations.ics"]["get"]["security"][0]))
+    assert schemes[feed_scheme]["type"] == "apiKey"
+    assert schemes[feed_scheme]["in"] == "query"
+    assert schemes[feed_scheme]["name"] == "token"
+    for path in SCOPE:
+        if path != f"{P}/reservations.ics":
+            scheme = next(iter(doc["paths"][path]["get"]["security"][0]))
+            assert schemes[scheme]["type"] == "http"
+            assert schemes[scheme]["scheme"].lower() == "bearer"
+
+
+async def test_the_parameters_each_operation_accepts(doc: dict[str, Any]) -> None:
+    for path, names in PARAMETERS.items():
+        params = params_of(doc, path)
+        assert set(params) == names, path
+        assert all(p["in"] == "query" for p in params.values()), path
+        required = {n for n, p in params.items() if p.get("required")}
+        assert required == ({"token"} if path.endswith(".ics") else set()), path
+
+
+async def test_parameter_types_and_vocabularies(doc: dict[str, Any]) -> None:
+    reservations = params_of(doc, f"{P}/reservations")
+    limit = reservations["limit"]["schema"]
+    assert (limit["type"], limit["minimum"], limit["maximum"], limit["default"]) == (
+        "integer",
+        1,
+        500,
+        100,
+    )
+    assert enum_of(reservations["status"]["schema"]) == {
+        "confirmed",
+        "standby",
+        "completed",
+        "cancelled",
+        "no_show",
+        "expired",
+    }
+    for name in ("start_after", "start_before"):
+        assert "date-time" in {v for k, v in walk(reservations[name]["schema"]) if k == "format"}
+    squawks = params_of(doc, f"{P}/squawks")
+    assert enum_of(squawks["status"]["schema"]) == {"open", "in_progress", "resolved", "deferred"}
+    assert "boolean" in types_of(squawks["is_grounding"]["schema"])
+    work_orders = params_of(doc, f"{P}/work-orders")
+    assert enum_of(work_orders["status"]["schema"]) == {
+        "open",
+        "in_progress",
+        "completed",
+        "cancelled",
+    }
+    assert types_of(params_of(doc, f"{P}/reservations.ics")["token"]["schema"]) == {"string"}
+
+
+async def test_no_closed_schemas_anywhere(doc: dict[str, Any]) -> None:
+    closed = [value for key, value in walk(doc) if key == "additionalProperties"]
+    assert False not in closed
+    assert '"additionalProperties":false' not in str(doc).replace(" ", "").replace("'", '"')
+
+
+async def test_describes_only_the_public_api(doc: dict[str, Any]) -> None:
+    text = str(doc)
+    for private in ("/api/session", "/api/orgs", "/api/health", "openapi.json"):
+        assert private not in text
+
+
+async def test_the_feed_returns_a_calendar(doc: dict[str, Any]) -> None:
+    ok = doc["paths"][f"{P}/reservations.ics"]["get"]["responses"]["200"]
+    assert set(ok["content"]) == {"text/calendar"}

@@ -1,0 +1,190 @@
+"""GET /api/v1/external/squawks"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.fleet.models import Aircraft
+from hangar.ids import new_id
+from hangar.squawks.models import Squawk
+from tests.factories import T0, Org, write_rows
+
+URL = "/api/v1/external/squawks"
+FIELDS = {
+    "id",
+    "aircraft_id",
+    "description",
+    "severity",
+    "status",
+    "is_grounding",
+    "created_at",
+    "resolved_at",
+}
+
+
+async def get(client: httpx.AsyncClient, org: Org, **params: str) -> list[dict[str, object]]:
+    response = await client.get(URL, params=params, headers=org.auth)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert isinstance(body, list)
+    return body
+
+
+async def test_lists_every_field_newest_first(
+    client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    plane = await org.add(Aircraft)
+    older = await org.add(
+        Squawk,
+        aircraft_id=plane["id"],
+        description="Left brake soft",
+        severity="major",
+        status="resolved",
+        is_grounding=False,
+        created_at=T0,
+        resolved_at=T0 + timedelta(hours=3, microseconds=250000),
+    )
+    newer = await org.add(
+        Squawk,
+        aircraft_id=plane["id"],
+        description="Mag drop 250 rpm",
+        severity="grounding",
+        status="open",
+        is_grounding=True,
+        created_at=T0 + timedelta(days=1),
+        resolved_at=None,
+    )
+    await org.add(Squawk, aircraft_id=plane["id"], deleted_at=T0, created_at=T0 + timedelta(days=2))
+    their_plane = await other.add(Aircraft)
+    await other.add(Squawk, aircraft_id=their_plane["id"], created_at=T0 + timedelta(days=3))
+
+    body = await get(client, org)
+
+    assert [s["id"] for s in body] == [str(newer["id"]), str(older["id"])]
+    assert body[0] == {
+        "id": str(newer["id"]),
+        "aircraft_id": str(plane["id"]),
+        "description": "Mag drop 250 rpm",
+        "severity": "grounding",
+        "status": "open",
+        "is_grounding": True,
+        "created_at": "2026-05-02T09:00:00Z",
+        "resolved_at": None,
+    }
+    assert body[1]["resolved_at"] == "2026-05-01T12:00:00.250000Z"
+    assert body[1]["is_grounding"] is False
+    assert all(set(s) == FIELDS for s in body)
+
+
+async def test_filters(client: httpx.AsyncClient, org: Org, other: Org) -> None:
+    one, two = await org.add(Aircraft), await org.add(Aircraft)
+    rows = {}
+    for n, (plane, status, grounding) in enumerate(
+        [
+            (one, "open", True),
+            (one, "in_progress", False),
+            (two, "resolved", False),
+            (two, "deferred", True),
+            (two, "open", False),
+        ]
+    ):
+        rows[n] = await org.add(
+            Squawk,
+            aircraft_id=plane["id"],
+            status=status,
+            is_grounding=grounding,
+            severity="grounding" if grounding else "minor",
+            created_at=T0 + timedelta(hours=n),
+        )
+    their_plane = await other.add(Aircraft)
+    for status in ("open", "in_progress", "resolved", "deferred"):
+        await other.add(Squawk, aircraft_id=their_plane["id"], status=status, is_grounding=True)
+
+    def ids(*ns: int) -> list[str]:
+        return [str(rows[n]["id"]) for n in ns]
+
+    async def found(**params: str) -> list[object]:
+        return [s["id"] for s in await get(client, org, **params)]
+
+    assert await found() == ids(4, 3, 2, 1, 0)
+    assert await found(status="open") == ids(4, 0)
+    assert await found(status="in_progress") == ids(1)
+    assert await found(status="resolved") == ids(2)
+    assert await found(status="deferred") == ids(3)
+    assert await found(aircraft_id=str(one["id"])) == ids(1, 0)
+    assert await found(is_grounding="true") == ids(3, 0)
+    assert await found(is_grounding="false") == ids(4, 2, 1)
+    assert await found(aircraft_id=str(two["id"]), status="open", is_grounding="false") == ids(4)
+    assert await found(aircraft_id=str(two["id"]), is_grounding="true") == ids(3)
+    # Ids that match nothing of ours give an empty list, even another org's aircraft.
+    assert await found(aircraft_id=str(their_plane["id"])) == []
+    assert await found(aircraft_id=str(new_id())) == []
+    assert await found(aircraft_id="not-an-id") == []
+
+
+@pytest.mark.parametrize(
+    "value", ["yes", "no", "1", "0", "", "True", "FALSE", "t", "f", "on", "null", "true "]
+)
+async def test_is_grounding_takes_only_true_or_false(
+    client: httpx.AsyncClient, org: Org, value: str
+) -> None:
+    response = await client.get(URL, params={"is_grounding": value}, headers=org.auth)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR"
+    assert body["errors"][0]["loc"] == ["query", "is_grounding"]
+
+
+@pytest.mark.parametrize(
+    "value", ["closed", "OPEN", "", "completed", "cancelled", "open,resolved", "*"]
+)
+async def test_status_takes_only_the_four_squawk_statuses(
+    client: httpx.AsyncClient, org: Org, value: str
+) -> None:
+    response = await client.get(URL, params={"status": value}, headers=org.auth)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR"
+    assert body["errors"][0]["loc"] == ["query", "status"]
+
+
+async def test_at_most_the_500_most_recent(
+    client: httpx.AsyncClient, org: Org, other: Org, engine: AsyncEngine
+) -> None:
+    plane = await org.add(Aircraft)
+    their_plane = await other.add(Aircraft)
+
+    def row(owner: Org, aircraft_id: object, minutes: int, **values: object) -> dict[str, object]:
+        return {
+            "id": new_id(),
+            "org_id": owner.id,
+            "aircraft_id": aircraft_id,
+            "description": f"squawk at +{minutes}m",
+            "severity": "minor",
+            "status": "open",
+            "is_grounding": False,
+            "created_at": T0 + timedelta(minutes=minutes),
+            "deleted_at": None,  # every row names the same columns, as one bulk insert needs
+            **values,
+        }
+
+    # Inserted oldest-last, so insertion order cannot pass for time order.
+    mine = [row(org, plane["id"], m) for m in range(530, 0, -1)]
+    mine[-1]["status"] = "deferred"  # the oldest, outside the newest 500
+    deleted = [row(org, plane["id"], 10_000 + m, deleted_at=T0) for m in range(20)]
+    theirs = [row(other, their_plane["id"], 20_000 + m) for m in range(20)]
+    async with engine.begin() as conn:
+        await write_rows(conn, Squawk, mine + deleted + theirs)
+
+    body = await get(client, org)
+
+    newest = sorted(mine, key=lambda r: r["created_at"], reverse=True)[:500]  # type: ignore[arg-type, return-value]
+    assert [s["id"] for s in body] == [str(r["id"]) for r in newest]
+    # A filter narrows the set before the cap, so older records come back.
+    deferred = await get(client, org, status="deferred")
+    assert [s["id"] for s in deferred] == [str(mine[-1]["id"])]
+    assert len(await get(client, other)) == 20

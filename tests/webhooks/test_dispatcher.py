@@ -1,0 +1,282 @@
+"""The dispatcher: signed deliveries, retries at 2 s and 8 s, disabling, skipping, rebinding."""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+import uuid
+from datetime import datetime
+
+import orjson
+import pytest
+import trustme
+from gidgethub.sansio import validate_event
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.ids import new_id
+from hangar.services import Services
+from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.models import Attempt, Delivery, Subscription
+from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
+from tests.factories import Org
+from tests.support import FakeClock, FakeResolver
+from tests.webhooks.conftest import HOST, Receiver, loopback_only
+
+SECRET = "ab" * 32
+DATA = {"id": "r1", "aircraft_id": None, "note": "ünïcode", "n": 1.5}
+
+
+async def subscribe(
+    services: Services, org: Org, url: str, events: list[str] | None = None, **values: object
+) -> uuid.UUID:
+    """A subscription row written directly: the save-time check would refuse loopback."""
+    sub_id = new_id()
+    now = services.clock.now()
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            insert(Subscription).values(
+                **{
+                    "id": sub_id,
+                    "org_id": org.id,
+                    "name": "test receiver",
+                    "url": url,
+                    "events": events or ["*"],
+                    "secret_encrypted": services.secret_box.seal(SECRET),
+                    "secret_prefix": SECRET[:8],
+                    "enabled": True,
+                    "consecutive_failures": 0,
+                    "created_at": now,
+                    "updated_at": now,
+                    **values,
+                }
+            )
+        )
+    return sub_id
+
+
+async def fire(services: Services, org: Org, name: str = catalogue.SQUAWK_CREATED) -> None:
+    async with services.engine.begin() as conn:
+        await outbox.record(conn, org.id, [name], DATA, services.clock.now())
+
+
+def dispatcher(services: Services, sender: Sender) -> Dispatcher:
+    return Dispatcher(services.engine, services.clock, sender, services.secret_box)
+
+
+async def deliveries(engine: AsyncEngine, sub_id: uuid.UUID) -> list[tuple[str, int]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            select(Delivery.status, Delivery.attempts_made)
+            .where(Delivery.subscription_id == sub_id)
+            .order_by(Delivery.created_at, Delivery.id)
+        )
+        return [(r.status, r.attempts_made) for r in rows]
+
+
+async def attempt_errors(engine: AsyncEngine, sub_id: uuid.UUID) -> list[str | None]:
+    async with engine.connect() as conn:
+        rows = await conn.scalars(
+            select(Attempt.error)
+            .join(Delivery, Delivery.id == Attempt.delivery_id)
+            .where(Delivery.subscription_id == sub_id)
+            .order_by(Attempt.started_at, Attempt.number)
+        )
+        return list(rows)
+
+
+async def subscription(engine: AsyncEngine, sub_id: uuid.UUID) -> tuple[bool, int, datetime | None]:
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(
+                    Subscription.enabled,
+                    Subscription.consecutive_failures,
+                    Subscription.disabled_at,
+                ).where(Subscription.id == sub_id)
+            )
+        ).one()
+    return row.enabled, row.consecutive_failures, row.disabled_at
+
+
+async def test_a_delivery_is_signed_and_shaped_as_the_spec_says(
+    services: Services, org: Org, other: Org, receiver: Receiver, sender: Sender
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    await subscribe(services, other, receiver.url("/other"))
+    await fire(services, org)
+
+    assert await dispatcher(services, sender).run_once() == 1
+
+    [got] = receiver.requests
+    assert got.path == "/hook"  # the other organization's subscriber heard nothing
+    validate_event(got.body, signature=got.headers["X-Service-Signature"], secret=SECRET)
+    assert got.headers["X-Service-Signature"].startswith("sha256=")
+    assert got.headers["Content-Type"] == "application/json"
+    assert got.headers["User-Agent"] == "Service-Webhooks/1.0"
+    assert got.headers["X-Service-Event"] == "squawk.created"
+    envelope = orjson.loads(got.body)
+    assert list(envelope) == ["event", "delivered_at", "data"]
+    assert envelope["event"] == "squawk.created"
+    assert envelope["delivered_at"] == "2026-05-04T10:00:30.000000Z"
+    assert envelope["data"] == DATA
+    async with services.engine.connect() as conn:
+        delivery_id = await conn.scalar(
+            select(Delivery.id).where(Delivery.subscription_id == sub_id)
+        )
+        attempt = (
+            await conn.execute(select(Attempt).where(Attempt.delivery_id == delivery_id))
+        ).one()
+    assert got.headers["X-Service-Delivery"] == str(delivery_id)
+    assert (attempt.number, attempt.status_code, attempt.error) == (1, 200, None)
+    assert attempt.response_body == "ok"
+    assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]
+
+
+async def test_failures_are_retried_after_2_then_8_seconds(
+    services: Services, org: Org, receiver: Receiver, sender: Sender, clock: FakeClock
+) -> None:
+    receiver.statuses = [500, 503, 204]
+    sub_id = await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    work = dispatcher(services, sender)
+
+    assert await work.run_once() == 1
+    clock.advance(seconds=1.999)
+    assert await work.run_once() == 0
+    clock.advance(seconds=0.001)
+    assert await work.run_once() == 1
+    clock.advance(seconds=7.999)
+    assert await work.run_once() == 0
+    clock.advance(seconds=0.001)
+    assert await work.run_once() == 1
+
+    assert len(receiver.requests) == 3
+    ids = {r.headers["X-Service-Delivery"] for r in receiver.requests}
+    assert len(ids) == 1  # stable across retries, so receivers can drop duplicates
+    assert await deliveries(services.engine, sub_id) == [("succeeded", 3)]
+    assert (await subscription(services.engine, sub_id))[1] == 0
+
+
+async def test_three_failures_drop_the_delivery_and_five_disable_the_subscription(
+    services: Services, org: Org, receiver: Receiver, sender: Sender, clock: FakeClock
+) -> None:
+    receiver.statuses = [500]
+    sub_id = await subscribe(services, org, receiver.url())
+    work = dispatcher(services, sender)
+
+    for delivered in range(1, 6):
+        await fire(services, org)
+        for _ in range(3):
+            await work.run_once()
+            clock.advance(seconds=8)
+        assert await deliveries(services.engine, sub_id) == [("failed", 3)] * delivered
+        enabled, failures, disabled_at = await subscription(services.engine, sub_id)
+        assert failures == delivered
+        assert enabled is (delivered < 5)
+        assert (disabled_at is None) is (delivered < 5)
+    assert len(receiver.requests) == 15
+
+    # Disabled: events fired now get no delivery at all.
+    await fire(services, org)
+    assert len(await deliveries(services.engine, sub_id)) == 5
+
+
+async def test_pending_deliveries_of_a_disabled_subscription_are_skipped(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            update(Subscription).where(Subscription.id == sub_id).values(enabled=False)
+        )
+    await dispatcher(services, sender).run_once()
+    assert receiver.requests == []
+    assert await deliveries(services.engine, sub_id) == [("skipped", 0)]
+
+
+async def test_a_success_resets_the_failure_count(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url(), consecutive_failures=4)
+    await fire(services, org)
+    await dispatcher(services, sender).run_once()
+    assert await subscription(services.engine, sub_id) == (True, 0, None)
+
+
+async def test_redirects_fail_and_are_not_followed(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    receiver.statuses = [302]
+    receiver.location = receiver.url("/elsewhere")
+    sub_id = await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    await dispatcher(services, sender).run_once()
+    assert [r.path for r in receiver.requests] == ["/hook"]
+    assert await deliveries(services.engine, sub_id) == [("pending", 1)]
+
+
+async def test_a_name_that_turns_private_at_delivery_is_refused_without_connecting(
+    services: Services,
+    org: Org,
+    receiver: Receiver,
+    sender: Sender,
+    resolver: FakeResolver,
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    resolver.answers[HOST] = ["10.0.0.7"]  # was public at save time; rebinding now
+    await fire(services, org)
+    await dispatcher(services, sender).run_once()
+    assert receiver.requests == []
+    assert await attempt_errors(services.engine, sub_id) == ["WEBHOOK_URL_PRIVATE_IP"]
+    assert await deliveries(services.engine, sub_id) == [("pending", 1)]
+
+
+async def test_a_slow_receiver_times_out(
+    services: Services, org: Org, receiver: Receiver, ca: trustme.CA, resolver: FakeResolver
+) -> None:
+    assert TIMEOUT_SECONDS == 10.0  # production; the test shortens it to stay quick
+    receiver.delay = 1.0
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    resolver.answers[HOST] = ["127.0.0.1"]
+    quick = Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.2)
+    sub_id = await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    await dispatcher(services, quick).run_once()
+    [error] = await attempt_errors(services.engine, sub_id)
+    assert error == "timeout after 0.2 s"
+    assert await deliveries(services.engine, sub_id) == [("pending", 1)]
+
+
+async def test_test_ping_reaches_a_disabled_subscription(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url(), enabled=False)
+    async with services.engine.begin() as conn:
+        await outbox.enqueue_to(
+            conn, org.id, sub_id, catalogue.TEST_PING, catalogue.ping("hi"), services.clock.now()
+        )
+    await dispatcher(services, sender).run_once()
+    [got] = receiver.requests
+    assert got.headers["X-Service-Event"] == "test.ping"
+    assert orjson.loads(got.body)["data"] == {"message": "hi"}
+
+
+@pytest.mark.parametrize("answers", [["127.0.0.1", "10.1.1.1"], ["::1"]])
+async def test_any_disallowed_address_refuses(
+    services: Services,
+    org: Org,
+    receiver: Receiver,
+    sender: Sender,
+    resolver: FakeResolver,
+    answers: list[str],
+) -> None:
+    assert all(not loopback_only(ipaddress.ip_address(a)) for a in answers[1:])
+    resolver.answers[HOST] = answers
+    await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    await dispatcher(services, sender).run_once()
+    assert receiver.requests == []
