@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 import pytest
 import trustme
 from aiohttp import web
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.url_policy import IPAddress
 from tests.support import FakeResolver
@@ -56,6 +59,16 @@ class Receiver:
 
 def loopback_only(ip: IPAddress) -> bool:
     return ip == ipaddress.ip_address("127.0.0.1")
+
+
+@pytest.fixture(autouse=True)
+async def empty_queue(engine: AsyncEngine) -> None:
+    """The run shares one database: a dispatcher here must see only this test's deliveries,
+    not those other tests left pending."""
+    async with engine.begin() as conn:
+        await conn.execute(
+            update(Delivery).where(Delivery.status == "pending").values(status="skipped")
+        )
 
 
 @pytest.fixture(scope="session")
