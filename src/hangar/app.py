@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from hangar import health
+from hangar import health, web
 from hangar.auth import key_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
@@ -67,6 +67,7 @@ def create_app(
     app.include_router(reservation_routes.router)
     app.include_router(squawk_routes.router)
     app.include_router(maintenance_routes.router)
+    app.include_router(web.router)  # Org Settings screens and the integrator pages
 
     openapi_body: list[bytes] = []
 

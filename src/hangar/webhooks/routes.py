@@ -114,26 +114,30 @@ async def enable_subscription(request: Request, actor: Admin, sub_id: str) -> Re
     return json_response(enabled)
 
 
-@router.post("/{sub_id}/test", status_code=202)
-async def test_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    services = _services(request)
+async def fire_test(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> uuid.UUID:
+    """The Test action, shared by this API and the Org Settings screens: queue a signed
+    test.ping for one subscription (10 per hour); a disabled one gets its counter reset."""
     now = services.clock.now()
-    target = _sub_id(sub_id)
     async with services.engine.begin() as conn:
-        sub = await subs.get_subscription(conn, actor.org_id, target, lock=True)
-        refused = await services.limiter.hit(f"test-fire:{target}", TEST_FIRE_LIMITS, now)
+        sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
+        refused = await services.limiter.hit(f"test-fire:{sub_id}", TEST_FIRE_LIMITS, now)
         if refused is not None:
             raise ApiError(429, "RATE_LIMITED", f"Test limit reached: {refused.label}")
         if not sub["enabled"]:
-            await subs.reset_failures(conn, target)
-        delivery_id = await outbox.enqueue_to(
+            await subs.reset_failures(conn, sub_id)
+        return await outbox.enqueue_to(
             conn,
-            actor.org_id,
-            target,
+            org_id,
+            sub_id,
             catalogue.TEST_PING,
             catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
             now,
         )
+
+
+@router.post("/{sub_id}/test", status_code=202)
+async def test_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
+    delivery_id = await fire_test(_services(request), actor.org_id, _sub_id(sub_id))
     return json_response({"delivery_id": str(delivery_id)}, 202)
 
 

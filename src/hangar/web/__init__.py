@@ -1,0 +1,15 @@
+"""The HTML side of hangar: Org Settings screens and the public integrator pages.
+
+Screens call the same command functions as the JSON management API (auth.key_management,
+webhooks.subscriptions, webhooks.routes.fire_test); nothing here validates or scopes on its own.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from hangar.web import changelog, docs, keys, login, pages, settings, webhooks
+
+router = APIRouter(include_in_schema=False)
+for _part in (pages, login, settings, keys, webhooks, docs, changelog):
+    router.include_router(_part.router)

@@ -1,0 +1,135 @@
+"""Who is looking at a settings page, and whether they may: sessions, org scoping, CSRF.
+
+The same rules as orgs/access.py for the JSON API, presented as pages: no session is a
+redirect to /login; an organization the user is not a member of is 404 (its existence is
+not revealed); a member without org.settings gets a refusal page (403). The CSRF token
+travels as a hidden form field instead of a header and is compared in constant time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from starlette.datastructures import FormData
+from starlette.responses import HTMLResponse
+
+from hangar.auth import sessions
+from hangar.ids import parse_id
+from hangar.orgs.capabilities import ORG_SETTINGS
+from hangar.services import Services
+from hangar.web.pages import PageExit, error_page, redirect, render
+
+CSRF_FIELD = "csrf_token"
+# A form post is a few fields; anything larger is not ours.
+MAX_FORM_FIELDS = 100
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """A signed-in user and the organizations they belong to."""
+
+    session: sessions.SignedIn
+    memberships: list[dict[str, Any]]
+
+    @property
+    def admin_orgs(self) -> list[dict[str, Any]]:
+        return [m for m in self.memberships if ORG_SETTINGS in m["capabilities"]]
+
+
+@dataclass(frozen=True)
+class Admin:
+    """A signed-in user acting in one organization where they hold org.settings."""
+
+    viewer: Viewer
+    org_id: uuid.UUID
+    org_name: str
+
+    @property
+    def user_id(self) -> uuid.UUID:
+        return self.viewer.session.user_id
+
+    @property
+    def csrf_token(self) -> str:
+        return self.viewer.session.csrf_token
+
+    def page(self, **context: Any) -> dict[str, Any]:
+        """What every settings template needs besides its own data."""
+        return {
+            "admin": self,
+            "viewer": self.viewer,
+            "csrf_token": self.csrf_token,
+            "base": f"/settings/{self.org_id}",
+            **context,
+        }
+
+
+async def viewer_of(request: Request) -> Viewer:
+    services = services_of(request)
+    async with services.engine.begin() as conn:
+        signed_in = await sessions.resume(
+            conn, request.cookies.get(sessions.COOKIE), services.clock.now()
+        )
+        if signed_in is None:
+            target = quote(request.url.path, safe="/")
+            raise PageExit(redirect(f"/login?next={target}"))
+        orgs = await sessions.memberships(conn, signed_in.user_id)
+    return Viewer(signed_in, orgs)
+
+
+async def admin_of(request: Request, org_id_text: str) -> Admin:
+    viewer = await viewer_of(request)
+    org_id = parse_id(org_id_text)
+    membership = next(
+        (m for m in viewer.memberships if org_id is not None and m["org_id"] == str(org_id)),
+        None,
+    )
+    if org_id is None or membership is None:
+        raise PageExit(error_page(request, 404, "Not found", "There is no such page."))
+    if ORG_SETTINGS not in membership["capabilities"]:
+        raise PageExit(refusal(request, viewer))
+    return Admin(viewer, org_id, membership["org_name"])
+
+
+def refusal(request: Request, viewer: Viewer) -> HTMLResponse:
+    return render(
+        request,
+        "refused.html",
+        403,
+        viewer=viewer,
+        csrf_token=viewer.session.csrf_token,
+    )
+
+
+async def checked_form(request: Request, csrf_token: str) -> FormData:
+    """The posted form, once its CSRF field matches the session's token."""
+    form = await request.form(max_fields=MAX_FORM_FIELDS, max_files=0)
+    given = form.get(CSRF_FIELD)
+    if not sessions.csrf_ok(csrf_token, given if isinstance(given, str) else None):
+        raise PageExit(
+            error_page(
+                request,
+                403,
+                "This form has expired",
+                "The form was not sent from this page, or your session changed since it was "
+                "opened. Go back, reload the page and try again.",
+            )
+        )
+    return form
+
+
+def text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def texts(form: FormData, name: str) -> list[str]:
+    return [v for v in form.getlist(name) if isinstance(v, str)]

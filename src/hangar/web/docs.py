@@ -1,0 +1,125 @@
+"""/docs: the integrator documentation, public.
+
+The API reference is rendered on the server from the same OpenAPI description that
+/api/v1/external/openapi.json serves, so the page lists exactly what is deployed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from starlette.responses import Response
+
+from hangar.auth.keys import SCOPES
+from hangar.external.openapi import build_openapi
+from hangar.web.events import EVENTS
+from hangar.web.pages import HERE, PageRoute, render
+
+router = APIRouter(route_class=PageRoute)
+
+SNIPPETS = HERE / "snippets"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    where: str
+    required: bool
+    type: str
+    notes: str
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    description: str
+    scope: str
+    parameters: list[Parameter]
+    responses: list[tuple[str, str]]
+
+
+def _type(schema: dict[str, Any]) -> str:
+    options = schema.get("anyOf", [schema])
+    kinds = []
+    for option in options:
+        kind = option.get("type")
+        if kind == "null":
+            continue
+        if option.get("format"):
+            kind = f"{kind} ({option['format']})"
+        kinds.append(str(kind or "any"))
+    return " or ".join(kinds) or "any"
+
+
+def _notes(param: dict[str, Any]) -> str:
+    schema = param.get("schema", {})
+    found = [schema, *schema.get("anyOf", [])]
+    parts = [param.get("description") or schema.get("description") or ""]
+    for option in found:
+        if "enum" in option:
+            parts.append("one of " + ", ".join(str(v) for v in option["enum"]))
+        if "minimum" in option or "maximum" in option:
+            parts.append(f"from {option.get('minimum', '…')} to {option.get('maximum', '…')}")
+    if "default" in schema:
+        parts.append(f"default {schema['default']}")
+    return "; ".join(p for p in parts if p)
+
+
+def operations(doc: dict[str, Any]) -> list[Operation]:
+    found = []
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            found.append(
+                Operation(
+                    method=method.upper(),
+                    path=path,
+                    operation_id=op.get("operationId", f"{method}-{path}"),
+                    summary=op.get("summary", ""),
+                    description=op.get("description", ""),
+                    scope=op.get("x-required-scope", ""),
+                    parameters=[
+                        Parameter(
+                            name=p["name"],
+                            where=p["in"],
+                            required=bool(p.get("required")),
+                            type=_type(p.get("schema", {})),
+                            notes=_notes(p),
+                        )
+                        for p in op.get("parameters", [])
+                    ],
+                    responses=[
+                        (status, r.get("description", "")) for status, r in op["responses"].items()
+                    ],
+                )
+            )
+    return found
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    # The routes do not change while the app runs: build the description once per app.
+    cached: dict[str, Any] | None = getattr(app.state, "web_openapi", None)
+    if cached is None:
+        cached = build_openapi(app)
+        app.state.web_openapi = cached
+    return cached
+
+
+@router.get("/docs")
+async def docs(request: Request) -> Response:
+    doc = _openapi(request.app)
+    return render(
+        request,
+        "docs.html",
+        info=doc["info"],
+        base_url=doc["servers"][0]["url"].rstrip("/"),
+        operations=operations(doc),
+        scopes=SCOPES,
+        events=EVENTS,
+        python_snippet=(SNIPPETS / "receiver.py").read_text(),
+        node_snippet=(SNIPPETS / "receiver.js").read_text(),
+    )

@@ -1,0 +1,211 @@
+"""/settings/{org_id}/keys: list, create, rotate and revoke API keys.
+
+The full key exists only in the response to the POST that made it: it is rendered there
+and never put in a URL, a redirect or a log line. Everything else redirects (303) so that
+a reload does not repeat an action.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from hangar.auth import key_management
+from hangar.auth.key_routes import NewKey, Rotation
+from hangar.auth.keys import SCOPES
+from hangar.errors import ApiError
+from hangar.external.routes import PREFIX
+from hangar.ids import parse_id
+from hangar.web.access import Admin, admin_of, checked_form, services_of, text, texts
+from hangar.web.forms import field_error, parse
+from hangar.web.pages import PageRoute, redirect, render
+
+router = APIRouter(prefix="/settings/{org_id}/keys", route_class=PageRoute)
+
+FEED_SCOPE = "read:reservations"
+STATUS_WORDS = {
+    "active": "Active",
+    "expiring": "Expiring (rotated; still accepted until its expiry)",
+    "expired": "Expired (rotated; no longer accepted)",
+    "revoked": "Revoked (no longer accepted)",
+}
+
+
+def _key_id(text_id: str) -> uuid.UUID:
+    key_id = parse_id(text_id)
+    if key_id is None:
+        raise ApiError(404, "NOT_FOUND", "No such API key")
+    return key_id
+
+
+def feed_url(request: Request, key: str, scopes: list[str]) -> str | None:
+    if FEED_SCOPE not in scopes:
+        return None
+    base = services_of(request).settings.public_url.rstrip("/")
+    return f"{base}{PREFIX}/reservations.ics?token={key}"
+
+
+def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: Any) -> Response:
+    return render(
+        request,
+        "key_shown.html",
+        **admin.page(
+            new=new,
+            feed_url=feed_url(request, new["key"], new["scopes"]),
+            status_words=STATUS_WORDS,
+            **context,
+        ),
+    )
+
+
+@router.get("")
+async def list_keys(request: Request, org_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    services = services_of(request)
+    async with services.engine.connect() as conn:
+        keys = await key_management.list_keys(conn, admin.org_id, services.clock.now())
+    return render(
+        request,
+        "keys.html",
+        **admin.page(
+            keys=keys,
+            status_words=STATUS_WORDS,
+            done=request.query_params.get("done", ""),
+            section="keys",
+        ),
+    )
+
+
+def _new_form(
+    request: Request,
+    admin: Admin,
+    *,
+    status: int = 200,
+    name: str = "",
+    chosen: list[str] | None = None,
+    errors: dict[str, str] | None = None,
+) -> Response:
+    return render(
+        request,
+        "key_new.html",
+        status,
+        **admin.page(
+            scopes=SCOPES,
+            name=name,
+            chosen=chosen or [],
+            errors=errors or {},
+            section="keys",
+        ),
+    )
+
+
+@router.get("/new")
+async def new_key_form(request: Request, org_id: str) -> Response:
+    return _new_form(request, await admin_of(request, org_id))
+
+
+@router.post("/new")
+async def create_key(request: Request, org_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    form = await checked_form(request, admin.csrf_token)
+    name, chosen = text(form, "name").strip(), texts(form, "scopes")
+    body, errors = parse(NewKey, {"name": name, "scopes": chosen})
+    if body is None:
+        return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
+    services = services_of(request)
+    try:
+        async with services.engine.begin() as conn:
+            created = await key_management.create_key(
+                conn,
+                admin.org_id,
+                name=body.name,
+                scopes=body.scopes or [],
+                created_by=admin.user_id,
+                now=services.clock.now(),
+            )
+    except ApiError as exc:
+        if exc.status != 422:
+            raise
+        errors = field_error(exc, "scopes")
+        return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
+    return _shown_once(request, admin, created, section="keys")
+
+
+async def _one(request: Request, admin: Admin, key_id: str) -> dict[str, Any]:
+    services = services_of(request)
+    async with services.engine.connect() as conn:
+        return await key_management.get_key(
+            conn, admin.org_id, _key_id(key_id), services.clock.now()
+        )
+
+
+def _rotate_form(
+    request: Request,
+    admin: Admin,
+    key: dict[str, Any],
+    *,
+    status: int = 200,
+    grace: str = "",
+    errors: dict[str, str] | None = None,
+) -> Response:
+    return render(
+        request,
+        "key_rotate.html",
+        status,
+        **admin.page(
+            key=key,
+            grace=grace or str(key_management.DEFAULT_GRACE_HOURS),
+            max_grace=key_management.MAX_GRACE_HOURS,
+            errors=errors or {},
+            section="keys",
+        ),
+    )
+
+
+@router.get("/{key_id}/rotate")
+async def rotate_form(request: Request, org_id: str, key_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    return _rotate_form(request, admin, await _one(request, admin, key_id))
+
+
+@router.post("/{key_id}/rotate")
+async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    form = await checked_form(request, admin.csrf_token)
+    grace = text(form, "grace_hours").strip()
+    body, errors = parse(Rotation, {"grace_hours": grace or key_management.DEFAULT_GRACE_HOURS})
+    if body is None:
+        key = await _one(request, admin, key_id)
+        errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
+        return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
+    services = services_of(request)
+    async with services.engine.begin() as conn:
+        rotated = await key_management.rotate_key(
+            conn,
+            admin.org_id,
+            _key_id(key_id),
+            grace_hours=body.grace_hours,
+            rotated_by=admin.user_id,
+            now=services.clock.now(),
+        )
+    return _shown_once(request, admin, rotated["new"], old=rotated["old"], section="keys")
+
+
+@router.get("/{key_id}/revoke")
+async def revoke_form(request: Request, org_id: str, key_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    key = await _one(request, admin, key_id)
+    return render(request, "key_revoke.html", **admin.page(key=key, section="keys"))
+
+
+@router.post("/{key_id}/revoke")
+async def revoke_key(request: Request, org_id: str, key_id: str) -> Response:
+    admin = await admin_of(request, org_id)
+    await checked_form(request, admin.csrf_token)
+    services = services_of(request)
+    async with services.engine.begin() as conn:
+        await key_management.revoke_key(conn, admin.org_id, _key_id(key_id), services.clock.now())
+    return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

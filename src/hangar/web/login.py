@@ -1,0 +1,119 @@
+"""/login and /logout: the same server-side session (and cookie) as POST /api/session.
+
+The sign-in form has no session yet to hold a CSRF token, so it carries a double-submit
+token: a random value in a short-lived cookie and the same value in a hidden field. Another
+site can make a browser post the form but cannot read or set the cookie, so it cannot sign
+a victim into the attacker's account.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from hangar.auth import sessions
+from hangar.auth.session_routes import SIGN_IN_LIMITS
+from hangar.web.access import CSRF_FIELD, checked_form, services_of, text, viewer_of
+from hangar.web.pages import PageExit, PageRoute, redirect, render
+
+router = APIRouter(route_class=PageRoute)
+
+LOGIN_CSRF_COOKIE = "hangar_login_csrf"
+
+
+def _next(target: str) -> str:
+    # Only our own settings pages: never an absolute or protocol-relative URL.
+    if target.startswith("/settings") and "//" not in target and "\\" not in target:
+        return target
+    return "/settings"
+
+
+def _form(request: Request, *, status: int = 200, error: str = "", email: str = "") -> Response:
+    token = secrets.token_urlsafe(32)
+    response = render(
+        request,
+        "login.html",
+        status,
+        login_csrf=token,
+        error=error,
+        email=email,
+        next=_next(request.query_params.get("next", "")),
+    )
+    response.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        token,
+        max_age=3600,
+        httponly=True,
+        samesite="strict",
+        secure=services_of(request).settings.public_url.startswith("https://"),
+        path="/login",
+    )
+    return response
+
+
+@router.get("/login")
+async def login_form(request: Request) -> Response:
+    return _form(request)
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    services = services_of(request)
+    form = await request.form(max_fields=10, max_files=0)
+    expected = request.cookies.get(LOGIN_CSRF_COOKIE)
+    given = form.get(CSRF_FIELD)
+    if not expected or not sessions.csrf_ok(expected, given if isinstance(given, str) else None):
+        return _form(
+            request,
+            status=403,
+            error="The sign-in form had expired. Please enter your email and password again.",
+        )
+    email = text(form, "email").strip().lower()
+    password = text(form, "password")
+    if not email or not password or len(email) > 320 or len(password) > 1024:
+        return _form(request, status=422, error="Enter your email and password.", email=email)
+    now = services.clock.now()
+    # The same per-email budget as POST /api/session: one counter whichever door is used.
+    refused = await services.limiter.hit(f"sign-in:{email}", SIGN_IN_LIMITS, now)
+    if refused is not None:
+        return _form(
+            request,
+            status=429,
+            error=f"Too many sign-in attempts for this email ({refused.label}). "
+            "Wait a few minutes and try again.",
+            email=email,
+        )
+    async with services.engine.begin() as conn:
+        result = await sessions.sign_in(conn, email, password, now)
+    if result is None:
+        return _form(request, status=401, error="Wrong email or password.", email=email)
+    token, _ = result
+    response = redirect(_next(text(form, "next")))
+    response.set_cookie(
+        sessions.COOKIE,
+        token,
+        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=services.settings.public_url.startswith("https://"),
+        path="/",
+    )
+    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    try:
+        viewer = await viewer_of(request)
+    except PageExit:
+        return redirect("/login")
+    await checked_form(request, viewer.session.csrf_token)
+    services = services_of(request)
+    async with services.engine.begin() as conn:
+        await sessions.sign_out(conn, viewer.session.session_id)
+    response = redirect("/login")
+    response.delete_cookie(sessions.COOKIE, path="/")
+    return response

@@ -1,0 +1,44 @@
+// The only script on hangar's pages: copy buttons, a scope hint, and the delivery log's
+// self-refresh. Everything works without it except copying with one click.
+"use strict";
+
+function copyFrom(id) {
+  const field = document.getElementById(id);
+  const status = document.querySelector('[data-copy-status="' + id + '"]');
+  const done = (ok) => {
+    if (status) {
+      status.textContent = ok
+        ? "Copied to the clipboard."
+        : "Could not copy: select the text and copy it yourself.";
+    }
+  };
+  field.focus();
+  field.select();
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(field.value).then(() => done(true), () => done(false));
+  } else {
+    // Plain-http demo servers have no Clipboard API; the old command still works there.
+    done(document.execCommand("copy"));
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const button of document.querySelectorAll("button[data-copy]")) {
+    button.addEventListener("click", () => copyFrom(button.dataset.copy));
+  }
+
+  // read:members.full only adds fields: tick read:members with it, as the hint says.
+  const full = document.querySelector('input[name="scopes"][value="read:members.full"]');
+  const basic = document.querySelector('input[name="scopes"][value="read:members"]');
+  if (full && basic) {
+    full.addEventListener("change", () => {
+      if (full.checked) basic.checked = true;
+    });
+  }
+
+  const refresh = document.getElementById("auto-refresh");
+  if (refresh) {
+    const seconds = Number(refresh.dataset.refreshSeconds || "2");
+    window.setTimeout(() => window.location.reload(), seconds * 1000);
+  }
+});
