@@ -1,0 +1,324 @@
+"""`python -m bench`: set up data, run every benchmark, print one table.
+
+    .venv/bin/python -m bench            # PostgreSQL 1,000,000 rows + SQLite 100,000 rows
+    .venv/bin/python -m bench --quick    # small SQLite data, a few seconds a row (CI smoke)
+
+Each row measures its two sides in the same run, interleaved (short alternating rounds),
+and prints the ratio with the absolute figures beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench import load
+from bench.setup import Dataset, Sizes, cursor_at_depth, prepare
+
+ROOT = Path(__file__).resolve().parent.parent
+API = "/api/v1/external"
+
+
+@dataclass
+class Row:
+    goal_id: str
+    what: str
+    a: str
+    b: str
+    ratio: float | None
+    goal: str
+    met: bool | None
+    note: str = ""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextmanager
+def server(mode: str, env: dict[str, str], logdir: Path) -> Iterator[str]:
+    """One server process, as `hangar serve --no-worker` runs; yields its base URL."""
+    port = free_port()
+    logfile = (logdir / f"{mode}-{port}.log").open("w")
+    proc = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "bench.server", mode, "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=logfile,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"bench server {mode} exited; see {logfile.name}")
+            try:
+                if httpx.get(base + "/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bench server {mode} did not start; see {logfile.name}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        logfile.close()
+
+
+def fmt(side: load.Side) -> str:
+    text = f"{side.rps:,.0f} req/s, p50 {side.p50:.1f} ms, p99 {side.p99:.1f} ms"
+    return text + (f" ({side.errors} errors)" if side.errors else "")
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.rounds = args.rounds
+        self.seconds = args.seconds
+        self.conns = args.connections
+        self.rows: list[Row] = []
+
+    def pair(
+        self,
+        goal_id: str,
+        what: str,
+        a: load.Target,
+        b: load.Target,
+        *,
+        ratio_goal: float,
+        p99_goal: float | None = None,
+        goal: str,
+    ) -> None:
+        log(f"{goal_id}: {what}")
+        try:
+            side_a, side_b = load.compare(
+                a, b, rounds=self.rounds, seconds=self.seconds, connections=self.conns
+            )
+        except Exception as exc:
+            self.rows.append(Row(goal_id, what, "-", "-", None, goal, None, f"failed: {exc}"))
+            log(f"  failed: {exc}")
+            return
+        ratio = side_a.rps / side_b.rps if side_b.rps else 0.0
+        met = ratio >= ratio_goal
+        note = ""
+        if p99_goal is not None:
+            p99_ratio = side_a.p99 / side_b.p99 if side_b.p99 else 0.0
+            met = met and p99_ratio <= p99_goal
+            note = f"p99 ratio {p99_ratio:.2f}"
+        if side_a.errors or side_b.errors:
+            met = False
+            note = (note + "; " if note else "") + "errors under load"
+        row = Row(goal_id, what, fmt(side_a), fmt(side_b), ratio, goal, met, note)
+        self.rows.append(row)
+        log(f"  A {row.a}\n  B {row.b}\n  ratio {ratio:.2f} {note}")
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        log(f"{row.goal_id}: {row.what}: {row.a} {row.note}")
+
+
+def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: bool) -> None:
+    """G1 (and, when `full`, G2-G5) against one database."""
+    auth = {"Authorization": f"Bearer {data.key}"}
+    page = f"{API}/reservations?limit=500"
+    n = f"{data.reservations:,}"
+    with ExitStack() as stack:
+        hangar = stack.enter_context(server("full", data.env, logdir))
+        bare = stack.enter_context(server("baseline", data.env, logdir))
+        run.pair(
+            "G1",
+            f"GET /reservations?limit=500, {n} rows, {label}: hangar vs bare baseline",
+            load.Target(hangar + page, auth),
+            load.Target(bare + page, auth),
+            ratio_goal=0.85,
+            p99_goal=1.3,
+            goal=">= 0.85x, p99 <= 1.3x",
+        )
+        if not full:
+            return
+        run.pair(
+            "G2",
+            f"GET /aircraft (60), {label}: hangar vs bare baseline",
+            load.Target(hangar + f"{API}/aircraft", auth),
+            load.Target(bare + f"{API}/aircraft", auth),
+            ratio_goal=0.70,
+            goal=">= 0.70x",
+        )
+        run.pair(
+            "G2",
+            f"GET /members with read:members.full (2,000), {label}: hangar vs bare baseline",
+            load.Target(hangar + f"{API}/members", auth),
+            load.Target(bare + f"{API}/members", auth),
+            ratio_goal=0.70,
+            goal=">= 0.70x",
+        )
+        depth = data.reservations // 2
+        after = cursor_at_depth(data, depth)
+        run.pair(
+            "G3",
+            f"/reservations page {depth:,} rows deep by cursor vs the first page, {label}",
+            load.Target(hangar + f"{page}&after={after}", auth),
+            load.Target(hangar + page, auth),
+            ratio_goal=0.90,
+            goal=">= 0.90x",
+        )
+        run.pair(
+            "G3",
+            f"contrast: OFFSET {depth:,} vs cursor at the same depth (bare baseline), {label}",
+            load.Target(bare + f"{page}&offset={depth}", auth),
+            load.Target(bare + f"{page}&after={after}", auth),
+            ratio_goal=0.0,
+            goal="(for contrast)",
+        )
+        bypass = stack.enter_context(server("bypass", data.env, logdir))
+        run.pair(
+            "G4",
+            f"/reservations?limit=500, {label}: full stack vs key lookup + limiter bypassed",
+            load.Target(hangar + page, auth),
+            load.Target(bypass + page, auth),
+            ratio_goal=0.85,
+            goal=">= 0.85x",
+        )
+        run.pair(
+            "G5",
+            f"calendar feed (500 events) vs first page of /reservations?limit=500, {label}",
+            load.Target(hangar + f"{API}/reservations.ics?token={data.key}"),
+            load.Target(hangar + page, auth),
+            ratio_goal=0.70,
+            goal=">= 0.70x",
+        )
+
+
+def seed_row(data: Dataset, label: str) -> Row:
+    seconds = data.seed_seconds
+    when = "this run" if data.seeded_now else "when the database was seeded"
+    return Row(
+        "G10",
+        f"hangar seed of {data.reservations:,} reservations, {label}",
+        "-" if seconds is None else f"{seconds:.1f} s ({when})",
+        "-",
+        None,
+        "<= 60 s",
+        None if seconds is None else seconds <= 60,
+    )
+
+
+def table(rows: list[Row]) -> str:
+    out = [
+        "| # | What | A | B (compared with) | A/B | Goal | Met |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
+        met = {True: "yes", False: "**no**", None: "-"}[r.met]
+        what = r.what + (f" ({r.note})" if r.note else "")
+        out.append(f"| {r.goal_id} | {what} | {r.a} | {r.b} | {ratio} | {r.goal} | {met} |")
+    return "\n".join(out)
+
+
+def machine() -> str:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+        ram = f"{mem_kb / 1024 / 1024:.1f} GiB RAM"
+    except OSError:
+        ram = "RAM unknown"
+    return f"{os.cpu_count()} CPUs ({model}), {ram}, Python {platform.python_version()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small SQLite data, short rounds")
+    parser.add_argument("--pg-url", default="postgresql://root@127.0.0.1:5432/hangar_bench")
+    parser.add_argument("--redis-url", default=None)
+    parser.add_argument("--sqlite-dir", default=None, help="where the SQLite databases live")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--seconds", type=int, default=None)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--only", default="", help="comma-separated: read,sqlite,webhooks")
+    parser.add_argument("--reseed", action="store_true", help="SQLite only: seed afresh")
+    parser.add_argument("--write", default=None, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 4
+    if args.seconds is None:
+        args.seconds = 1 if args.quick else 3
+    if args.redis_url is None:
+        args.redis_url = (
+            os.environ.get("HANGAR_TEST_REDIS_URL") if args.quick else "redis://127.0.0.1:6379/0"
+        )
+    only = set(filter(None, args.only.split(",")))
+    sqlite_dir = Path(args.sqlite_dir or Path(tempfile.gettempdir()) / "hangar-bench")
+    sqlite_dir.mkdir(parents=True, exist_ok=True)
+    logdir = Path(tempfile.mkdtemp(prefix="hangar-bench-logs-"))
+    run = Runner(args)
+    started = time.monotonic()
+    sections: list[tuple[str, Callable[[], None]]] = []
+
+    if args.quick:
+        quick = Sizes(reservations=5_000, aircraft=60, members=200)
+
+        def quick_read() -> None:
+            data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", quick, args.redis_url, log)
+            read_path(run, data, "SQLite", logdir, full=True)
+            run.add(seed_row(data, "SQLite"))
+
+        sections.append(("read", quick_read))
+    else:
+
+        def pg_read() -> None:
+            data = prepare(args.pg_url, Sizes(reservations=1_000_000), args.redis_url, log)
+            read_path(run, data, "PostgreSQL", logdir, full=True)
+            run.add(seed_row(data, "PostgreSQL"))
+
+        def sqlite_read() -> None:
+            url = f"sqlite:///{sqlite_dir / 'bench-100k.db'}"
+            data = prepare(url, Sizes(reservations=100_000), args.redis_url, log)
+            read_path(run, data, "SQLite", logdir, full=False)
+
+        sections += [("read", pg_read), ("sqlite", sqlite_read)]
+
+    for name, section in sections:
+        if only and name not in only:
+            continue
+        section()
+
+    text = table(run.rows)
+    print(text)
+    print(f"\nmachine: {machine()}; {time.monotonic() - started:.0f} s; logs in {logdir}")
+    if args.write:
+        Path(args.write).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

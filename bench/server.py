@@ -1,0 +1,102 @@
+"""The servers the benchmarks load, each one process, run by uvicorn the way `hangar serve`
+runs (uvloop, httptools, the same options), with settings from the HANGAR_* variables.
+
+    python -m bench.server full     --port P   # hangar's app; rate limits that never fill
+    python -m bench.server bypass   --port P   # the same app, key lookup and limiter bypassed
+    python -m bench.server baseline --port P   # the bare ASGI baseline (bench/baseline.py)
+
+`full` is the real code path: every request looks its key up and makes the Redis INCRs (or
+the in-process counts without Redis); only the limits are raised, here, in bench/, so a load
+test is not stopped after 60 requests. No production setting changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from typing import Any
+
+from hangar.auth.apikey import KeyAuthenticator, KeyContext
+from hangar.auth.ratelimit import Limit, RateLimiter
+from hangar.config import Settings, load_settings
+from hangar.services import build_services
+
+ROOMY = 10**12
+
+
+class RoomyLimiter:
+    """The configured limiter with buckets too big to fill: same keys, same INCRs."""
+
+    def __init__(self, inner: RateLimiter) -> None:
+        self._inner = inner
+
+    async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
+        roomy = tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)
+        return await self._inner.hit(subject, roomy, now)
+
+
+class BypassedKeys:
+    """Authenticates the first request for real, then hands every later one the same
+    caller: no key lookup, no counters."""
+
+    def __init__(self, real: KeyAuthenticator) -> None:
+        self._real = real
+        self._known: dict[tuple[str | None, str], KeyContext] = {}
+
+    async def authenticate(self, raw_key: str | None, scope: str, *, missing: str) -> KeyContext:
+        found = self._known.get((raw_key, scope))
+        if found is None:
+            found = await self._real.authenticate(raw_key, scope, missing=missing)
+            self._known[(raw_key, scope)] = found
+        return found
+
+
+def build_app(mode: str, settings: Settings) -> Any:
+    from hangar.app import create_app
+
+    services = build_services(settings)
+    services.limiter = RoomyLimiter(services.limiter)
+    if mode == "baseline":
+        return build_baseline(settings, services.limiter)
+    app = create_app(services)
+    if mode == "bypass":
+        app.state.keys = BypassedKeys(app.state.keys)
+    return app
+
+
+def build_baseline(settings: Settings, limiter: RateLimiter) -> Any:
+    from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
+    from hangar.config import sqlite_path
+    from hangar.crypto import derive_key
+
+    path = sqlite_path(settings.database_url)
+    db: Database = (
+        SqliteDatabase(str(path)) if path is not None else PgDatabase(settings.database_url)
+    )
+    return Baseline(db, limiter, derive_key(settings.secret_key, "cursor"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("full", "bypass", "baseline"))
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args()
+
+    import uvicorn
+
+    app = build_app(args.mode, load_settings())
+    # As hangar.cli.run_server does.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_level="info",
+        proxy_headers=False,
+    )
+
+
+if __name__ == "__main__":
+    main()
