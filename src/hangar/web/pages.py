@@ -56,8 +56,8 @@ class PageExit(Exception):
         self.response = response
 
 
-def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    html = templates.get_template(name).render(request=request, **context)
+def render(request: Request, template: str, status: int = 200, /, **context: Any) -> HTMLResponse:
+    html = templates.get_template(template).render(request=request, **context)
     return HTMLResponse(html, status_code=status)
 
 
