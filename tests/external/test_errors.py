@@ -59,7 +59,6 @@ def assert_sane(response: httpx.Response) -> None:
         f"{P}/reservations.json",
         "/api/v2/external/aircraft",
         "/api/v1/external/openapi.yaml",
-        "/docs",
         "/redoc",
         "/openapi.json",
     ],
@@ -123,6 +122,8 @@ HOSTILE = [
     "99999999999999999999999999999",
     "1e309",
     "NaN",
+    "9999-12-31T23:59:59-01:00",
+    "0001-01-01T00:00:00+01:00",
     "00000000-0000-0000-0000-000000000000",
     "{00000000-0000-0000-0000-000000000000}",
     "urn:uuid:00000000-0000-0000-0000-000000000000",
@@ -130,7 +131,16 @@ HOSTILE = [
     "[]",
     " ",
 ]
-PARAMS = ["status", "aircraft_id", "pilot_id", "is_grounding", "limit", "after", "start_after"]
+PARAMS = [
+    "status",
+    "aircraft_id",
+    "pilot_id",
+    "is_grounding",
+    "limit",
+    "after",
+    "start_after",
+    "start_before",
+]
 
 
 @pytest.mark.parametrize("path", GET_PATHS)

@@ -6,10 +6,11 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth import key_management as keys
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.responses import json_response
 from hangar.ids import parse_id
@@ -21,12 +22,12 @@ router = APIRouter(prefix="/api/orgs/{org_id}/api-keys", include_in_schema=False
 Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 
 
-class NewKey(BaseModel):
+class NewKey(RequestBody):
     name: str = Field(min_length=1, max_length=200)
     scopes: list[str] | None = None
 
 
-class Rotation(BaseModel):
+class Rotation(RequestBody):
     grace_hours: int = Field(keys.DEFAULT_GRACE_HOURS, ge=0, le=keys.MAX_GRACE_HOURS)
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.auth.ratelimit import Limit
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.responses import json_response
 from hangar.orgs.access import current_session
@@ -21,7 +22,7 @@ router = APIRouter(include_in_schema=False)
 SIGN_IN_LIMITS = (Limit(10, 900, "10 sign-in attempts per 15 minutes"),)
 
 
-class Credentials(BaseModel):
+class Credentials(RequestBody):
     email: str = Field(min_length=3, max_length=320)
     password: str = Field(min_length=1, max_length=1024)
 

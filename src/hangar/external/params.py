@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -29,7 +29,11 @@ def _aware_datetime(value: Any) -> Any:
         ) from None
     if parsed.tzinfo is None:
         raise ValueError("a UTC offset is required (Z or +HH:MM), such as 2026-05-01T09:00:00Z")
-    return parsed
+    try:
+        # 9999-12-31T23:59:59-01:00 parses, but has no UTC equivalent.
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the date-time is out of range once converted to UTC") from None
 
 
 def _strict_bool(value: Any) -> Any:

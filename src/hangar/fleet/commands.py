@@ -10,10 +10,11 @@ import uuid
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft, MelItem
@@ -31,9 +32,7 @@ from hangar.orgs.commands import (
 from hangar.webhooks import catalogue, outbox
 
 
-class NewAircraftBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NewAircraftBody(RequestBody):
     tail_number: str = Field(min_length=1, max_length=20)
     aircraft_type: str = Field(min_length=1, max_length=100)
     display_name: str | None = Field(None, max_length=100)
@@ -43,9 +42,7 @@ class NewAircraftBody(BaseModel):
     last_100hr_hobbs: float | None = Field(None, ge=0)
 
 
-class NewMelItemBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NewMelItemBody(RequestBody):
     aircraft_id: uuid.UUID
     item_description: str = Field(min_length=1, max_length=2000)
     mel_category: Literal["a", "b", "c", "d"]

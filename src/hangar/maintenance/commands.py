@@ -10,10 +10,11 @@ import uuid
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.bodies import RequestBody
 from hangar.external.params import AwareDateTime
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
@@ -37,11 +38,7 @@ Name = Annotated[str | None, Field(max_length=200)]
 Hours = Annotated[float | None, Field(ge=0)]
 
 
-class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NewLogBody(Body):
+class NewLogBody(RequestBody):
     aircraft_id: uuid.UUID
     event_type: EventType
     event_date: date | None = None  # omitted: today (UTC)
@@ -60,7 +57,7 @@ class NewLogBody(Body):
     work_performed: str = Field(min_length=1, max_length=100_000)
 
 
-class WorkOrderFields(Body):
+class WorkOrderFields(RequestBody):
     title: str | None = Field(None, max_length=300)
     work_type: str | None = Field(None, max_length=40)
     ap_signer_id: uuid.UUID | None = None

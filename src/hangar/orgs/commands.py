@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from sqlalchemy import Insert, Select, Update, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.passwords import hash_password
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.schemas import CONTACT_FIELDS, field_names
 from hangar.external.schemas import Member as MemberOut
@@ -229,9 +230,7 @@ async def require_member(
 # Members (members.manage).
 
 
-class NewMemberBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NewMemberBody(RequestBody):
     email: str = Field(min_length=3, max_length=320)
     first_name: str = Field(min_length=1, max_length=100)
     last_name: str = Field(min_length=1, max_length=100)

@@ -11,10 +11,11 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from sqlalchemy import Update, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.params import AwareDateTime
 from hangar.external.schemas import Reservation as ReservationOut
@@ -41,11 +42,7 @@ OPEN = ("confirmed", "standby")
 UNRESOLVED_SQUAWK = ("open", "in_progress")
 
 
-class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NewReservationBody(Body):
+class NewReservationBody(RequestBody):
     aircraft_id: uuid.UUID | None = None
     pilot_id: uuid.UUID | None = None  # omitted: the caller
     instructor_id: uuid.UUID | None = None
@@ -62,15 +59,15 @@ class NewReservationBody(Body):
         return self
 
 
-class CancelBody(Body):
+class CancelBody(RequestBody):
     reason: str = Field(min_length=1, max_length=500)
 
 
-class CheckInBody(Body):
+class CheckInBody(RequestBody):
     force: bool = False
 
 
-class CheckoutBody(Body):
+class CheckoutBody(RequestBody):
     hobbs_out: float = Field(ge=0)
     hobbs_in: float = Field(ge=0)
 
@@ -81,7 +78,7 @@ class CheckoutBody(Body):
         return self
 
 
-class StatusBody(Body):
+class StatusBody(RequestBody):
     status: Literal["no_show", "expired"]
 
 

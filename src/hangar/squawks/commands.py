@@ -9,10 +9,11 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sqlalchemy import Update, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.bodies import RequestBody
 from hangar.external.schemas import Squawk as SquawkOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
@@ -22,17 +23,13 @@ from hangar.squawks.models import Severity, Squawk
 from hangar.webhooks import catalogue, outbox
 
 
-class NewSquawkBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NewSquawkBody(RequestBody):
     aircraft_id: uuid.UUID
     description: str = Field(min_length=1, max_length=4000)
     severity: Severity
 
 
-class StatusBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StatusBody(RequestBody):
     status: Literal["in_progress", "deferred"]
 
 

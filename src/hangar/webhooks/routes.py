@@ -6,10 +6,11 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth.ratelimit import Limit
+from hangar.bodies import RequestBody
 from hangar.errors import ApiError
 from hangar.external.responses import json_response
 from hangar.ids import parse_id
@@ -24,13 +25,13 @@ Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
 
 
-class NewSubscription(BaseModel):
+class NewSubscription(RequestBody):
     name: str = Field(min_length=1, max_length=200)
     url: str = Field(max_length=4096)
     events: list[str] = Field(max_length=20)
 
 
-class SubscriptionEdit(BaseModel):
+class SubscriptionEdit(RequestBody):
     name: str | None = Field(None, min_length=1, max_length=200)
     url: str | None = Field(None, max_length=4096)
     events: list[str] | None = Field(None, max_length=20)

@@ -1,0 +1,78 @@
+"""Hostile JSON bodies on the session API and the product actions: always a 422 with
+`{detail, code, errors}`, never a 500 (PostgreSQL refuses NUL in text; Python's JSON parser
+accepts NaN and Infinity; some offsets have no UTC equivalent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from hangar.fleet.models import Aircraft
+from tests.actions.support import url
+from tests.factories import Org
+
+NUL = "bad\u0000value"
+
+
+def assert_422(response: httpx.Response, field: str) -> None:
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR"
+    assert isinstance(body["detail"], str)
+    assert any(field in err["loc"] for err in body["errors"]), body
+
+
+async def test_nul_in_sign_in_email_is_422(client: httpx.AsyncClient) -> None:
+    response = await client.post("/api/session", json={"email": f"a{NUL}@x.org", "password": "p"})
+    assert_422(response, "email")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("api-keys", {"name": NUL, "scopes": ["read:aircraft"]}, "name"),
+        ("api-keys", {"name": "k", "scopes": [f"read:aircraft{NUL}"]}, "scopes"),
+        (
+            "members",
+            {"email": f"x{NUL}@y.org", "first_name": "A", "last_name": "B", "role": "member"},
+            "email",
+        ),
+        ("aircraft", {"tail_number": f"N1{NUL}", "aircraft_type": "C172"}, "tail_number"),
+        ("webhooks", {"name": NUL, "url": "https://hooks.example.com/h", "events": ["*"]}, "name"),
+    ],
+)
+async def test_nul_characters_are_refused(
+    admin: httpx.AsyncClient, org: Org, path: str, body: dict[str, Any], field: str
+) -> None:
+    assert_422(await admin.post(url(org, path), json=body), field)
+
+
+async def test_nul_in_a_squawk_description_is_refused(admin: httpx.AsyncClient, org: Org) -> None:
+    plane = str((await org.add(Aircraft))["id"])
+    body = {"aircraft_id": plane, "description": NUL, "severity": "minor"}
+    assert_422(await admin.post(url(org, "squawks"), json=body), "description")
+
+
+@pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN", "1e400"])
+async def test_non_finite_numbers_are_refused(
+    admin: httpx.AsyncClient, org: Org, number: str
+) -> None:
+    # Sent raw: a JSON encoder would refuse to write these, an attacker's would not.
+    raw = '{"tail_number": "N12345", "aircraft_type": "C172", "hobbs_current": ' + number + "}"
+    response = await admin.post(
+        url(org, "aircraft"), content=raw, headers={"Content-Type": "application/json"}
+    )
+    assert_422(response, "hobbs_current")
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"])
+async def test_times_without_a_utc_equivalent_are_refused(
+    admin: httpx.AsyncClient, org: Org, moment: str
+) -> None:
+    body = {"activity_type": "solo", "start_time": moment, "end_time": "2026-06-01T10:00:00Z"}
+    assert_422(await admin.post(url(org, "reservations"), json=body), "start_time")
+    plane = str((await org.add(Aircraft))["id"])
+    log = {"aircraft_id": plane, "event_type": "oil_change", "performed_at": moment}
+    assert_422(await admin.post(url(org, "maintenance-logs"), json=log), "performed_at")
