@@ -14,7 +14,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.auth.session_routes import SIGN_IN_LIMITS
+from hangar.auth.session_routes import sign_in_or_refuse
+from hangar.errors import ApiError
 from hangar.web.access import CSRF_FIELD, checked_form, services_of, text, viewer_of
 from hangar.web.pages import PageExit, PageRoute, redirect, render
 
@@ -74,22 +75,15 @@ async def login(request: Request) -> Response:
     password = text(form, "password")
     if not email or not password or len(email) > 320 or len(password) > 1024:
         return _form(request, status=422, error="Enter your email and password.", email=email)
-    now = services.clock.now()
-    # The same per-email budget as POST /api/session: one counter whichever door is used.
-    refused = await services.limiter.hit(f"sign-in:{email}", SIGN_IN_LIMITS, now)
-    if refused is not None:
-        return _form(
-            request,
-            status=429,
-            error=f"Too many sign-in attempts for this email ({refused.label}). "
-            "Wait a few minutes and try again.",
-            email=email,
-        )
-    async with services.engine.begin() as conn:
-        result = await sessions.sign_in(conn, email, password, now)
-    if result is None:
-        return _form(request, status=401, error="Wrong email or password.", email=email)
-    token, _ = result
+    try:
+        # The same function, and so the same per-email budget, as POST /api/session.
+        token, _ = await sign_in_or_refuse(services, email, password)
+    except ApiError as refusal:
+        if refusal.status == 429:
+            error = "Too many failed sign-ins for this email. Wait a few minutes and try again."
+        else:
+            error = "Wrong email or password."
+        return _form(request, status=refusal.status, error=error, email=email)
     response = redirect(_next(text(form, "next")))
     response.set_cookie(
         sessions.COOKIE,

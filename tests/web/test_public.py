@@ -1,0 +1,199 @@
+"""The public pages (/docs, /changelog, /changelog.rss) and the headers every page carries."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hangar.external.openapi import API_VERSION
+from hangar.web import changelog
+from hangar.web.docs import SNIPPETS
+from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.signing import envelope, signature
+from tests.factories import Org
+from tests.support import START
+
+PUBLIC = ["/login", "/docs", "/changelog"]
+
+
+@pytest.mark.parametrize("path", [*PUBLIC, "/settings", "/settings/not-an-id/keys"])
+async def test_every_page_carries_the_security_headers(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    response = await client.get(path)
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp
+    assert "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_signed_in_pages_and_refusals_carry_them_too(
+    admin: httpx.AsyncClient, member: httpx.AsyncClient, org: Org
+) -> None:
+    for response in (
+        await admin.get(f"/settings/{org.id}/keys"),
+        await admin.get(f"/settings/{org.id}/webhooks/new"),
+        await member.get(f"/settings/{org.id}/keys"),
+        await admin.get(f"/settings/{org.id}/webhooks/{org.id}/deliveries"),  # 404 page
+    ):
+        assert response.headers["x-frame-options"] == "DENY"
+        assert "default-src 'none'" in response.headers["content-security-policy"]
+        assert response.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("path", [*PUBLIC])
+async def test_no_inline_script_or_style(client: httpx.AsyncClient, path: str) -> None:
+    html = (await client.get(path)).text
+    assert "<script>" not in html
+    assert "<style" not in html
+    assert " style=" not in html
+    assert " onclick=" not in html
+
+
+async def test_static_files_are_served_and_nothing_else(client: httpx.AsyncClient) -> None:
+    assert (
+        (await client.get("/static/app.js")).headers["content-type"].startswith("text/javascript")
+    )
+    assert (await client.get("/static/style.css")).status_code == 200
+    assert (await client.get("/static/../pages.py")).status_code == 404
+    assert (await client.get("/static/pages.py")).status_code == 404
+
+
+async def test_docs_list_every_operation_of_the_live_openapi(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/api/v1/external/openapi.json")).json()
+    html = (await client.get("/docs")).text
+    count = 0
+    for path, methods in spec["paths"].items():
+        for method, op in methods.items():
+            count += 1
+            assert f'data-operation="{method.upper()} {path}"' in html
+            assert f'id="{op["operationId"]}"' in html
+            for param in op.get("parameters", []):
+                assert f"<code>{param['name']}</code>" in html
+            if "x-required-scope" in op:
+                assert f"scope <code>{op['x-required-scope']}</code>" in html
+    assert count == 7
+    assert f"version {API_VERSION}" in html
+
+
+async def test_docs_cover_scopes_limits_and_every_event(client: httpx.AsyncClient) -> None:
+    html = (await client.get("/docs")).text
+    for scope in ("read:reservations", "read:members.full", "read:maintenance"):
+        assert f"<code>{scope}</code>" in html
+    assert "60 requests per calendar minute" in html
+    assert "Retry-After" in html  # says it is not sent
+    for name in EVENT_NAMES:
+        assert f'id="event-{name}"' in html
+    assert html.count('class="event"') == 13
+    assert "hmac.compare_digest" in html
+    assert "crypto.timingSafeEqual" in html
+
+
+async def test_the_changelog_page_shows_api_1_1_0(client: httpx.AsyncClient) -> None:
+    html = (await client.get("/changelog")).text
+    assert 'id="v1.1.0"' in html
+    assert "API 1.1.0" in html
+    assert 'type="application/rss+xml"' in html
+
+
+async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> None:
+    response = await client.get("/changelog.rss")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/rss+xml")
+    root = ET.fromstring(response.content)  # noqa: S314 - our own feed
+    assert root.tag == "rss"
+    assert root.get("version") == "2.0"
+    [channel] = root.findall("channel")
+    for required in ("title", "link", "description"):
+        assert (channel.findtext(required) or "").strip(), required
+    assert channel.findtext("link") == "https://hangar.example/changelog"
+    items = channel.findall("item")
+    assert items
+    first = items[0]
+    assert first.findtext("title") == "API 1.1.0"
+    assert first.findtext("link") == "https://hangar.example/changelog#v1.1.0"
+    assert first.find("guid") is not None
+    parsedate_to_datetime(first.findtext("pubDate") or "")  # RFC 822 date, or it raises
+    for item in items:
+        assert item.findtext("title") or item.findtext("description")
+
+
+def test_the_changelog_is_found_from_the_package(repo_root: Path) -> None:
+    assert repo_root / "CHANGELOG.md" == changelog.CHANGELOG
+    assert changelog.load().entries[0].version == API_VERSION
+
+
+def test_the_changelog_never_passes_raw_html_through() -> None:
+    log = changelog.parse("# Log\n\n## 2.0.0 — 2027-01-02\n\n<script>alert(1)</script>\n")
+    assert "<script>" not in log.entries[0].html
+    with pytest.raises(ValueError, match="VERSION"):
+        changelog.parse("## soon\n\ntext\n")
+
+
+# --- the signature snippets run, and accept exactly what the dispatcher signs ------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(params=["python", "node"])
+def snippet_receiver(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(URL, secret) of the documented receiver, running as the docs say to run it."""
+    secret = "3f" * 32
+    port = _free_port()
+    if request.param == "python":
+        command = [sys.executable, str(SNIPPETS / "receiver.py")]
+    else:
+        node = shutil.which("node")
+        if node is None:
+            pytest.skip("node is not installed")
+        command = [node, str(SNIPPETS / "receiver.js")]
+    env = {**os.environ, "WEBHOOK_SECRET": secret, "PORT": str(port)}
+    proc = subprocess.Popen(  # noqa: S603 - our own snippet
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # until the snippet listens: a poll for readiness, not a fixed wait
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the {request.param} snippet did not start")
+                time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/hook", secret
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+
+
+def test_the_documented_receivers_verify_real_signatures(
+    snippet_receiver: tuple[str, str],
+) -> None:
+    url, secret = snippet_receiver
+    body = envelope("test.ping", START, '{"message":"h\\u00e9llo"}')
+    good = {"X-Service-Signature": signature(secret, body), "Content-Type": "application/json"}
+    assert httpx.post(url, content=body, headers=good).status_code == 204
+    # The same JSON re-serialised is different bytes: refused.
+    assert httpx.post(url, content=body.replace(b":", b": "), headers=good).status_code == 401
+    wrong = {"X-Service-Signature": signature("00" * 32, body)}
+    assert httpx.post(url, content=body, headers=wrong).status_code == 401
+    assert httpx.post(url, content=body).status_code == 401
