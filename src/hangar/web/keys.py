@@ -55,6 +55,7 @@ def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: 
         **admin.page(
             new=new,
             feed_url=feed_url(request, new["key"], new["scopes"]),
+            public_url=services_of(request).settings.public_url.rstrip("/"),
             status_words=STATUS_WORDS,
             **context,
         ),
