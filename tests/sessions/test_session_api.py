@@ -143,6 +143,16 @@ async def test_repeated_failures_for_one_email_are_throttled(
     assert (await sign_in(client, admin_email)).status_code == 200
 
 
+async def test_successful_sign_ins_spend_no_budget(
+    client: httpx.AsyncClient, admin_email: str
+) -> None:
+    for _ in range(12):
+        assert (await sign_in(client, admin_email)).status_code == 200
+    for _ in range(9):
+        assert (await sign_in(client, admin_email, "guess")).status_code == 401
+    assert (await sign_in(client, admin_email)).status_code == 200
+
+
 async def test_keys_and_cookies_do_not_cross_over(
     client: httpx.AsyncClient, org: Org, admin_email: str
 ) -> None:

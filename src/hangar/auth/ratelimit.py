@@ -29,6 +29,12 @@ class RateLimiter(Protocol):
         """Count one use of `subject`; return the limit that refuses it, or None if allowed."""
         ...
 
+    async def exceeded(
+        self, subject: str, limits: tuple[Limit, ...], now: datetime
+    ) -> Limit | None:
+        """The limit `subject` has used up, without counting a use (budgets spent by failures)."""
+        ...
+
 
 def _window(limit: Limit, now: datetime) -> int:
     return int(now.timestamp()) // limit.seconds
@@ -49,6 +55,14 @@ class MemoryRateLimiter:
                 return limit
         for key in keys:
             self._counts[key] = self._counts.get(key, 0) + 1
+        return None
+
+    async def exceeded(
+        self, subject: str, limits: tuple[Limit, ...], now: datetime
+    ) -> Limit | None:
+        for limit in limits:
+            if self._counts.get((subject, limit.seconds, _window(limit, now)), 0) >= limit.count:
+                return limit
         return None
 
     def _sweep(self, now: datetime) -> None:
@@ -82,10 +96,22 @@ class RedisRateLimiter:
         self._prefix = prefix
         self._script = redis.register_script(_HIT_SCRIPT)
 
+    def _keys(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> list[str]:
+        return [f"{self._prefix}:rl:{subject}:{lim.seconds}:{_window(lim, now)}" for lim in limits]
+
     async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
-        keys = [f"{self._prefix}:rl:{subject}:{lim.seconds}:{_window(lim, now)}" for lim in limits]
+        keys = self._keys(subject, limits, now)
         args: list[int] = []
         for limit in limits:
             args += [limit.count, limit.seconds + 60]
         refused = int(await self._script(keys=keys, args=args))
         return limits[refused - 1] if refused else None
+
+    async def exceeded(
+        self, subject: str, limits: tuple[Limit, ...], now: datetime
+    ) -> Limit | None:
+        used = await self._redis.mget(self._keys(subject, limits, now))
+        for limit, count in zip(limits, used, strict=True):
+            if count is not None and int(count) >= limit.count:
+                return limit
+        return None

@@ -18,7 +18,8 @@ from hangar.services import Services
 
 router = APIRouter(include_in_schema=False)
 
-# Per email, whatever the outcome: slows guessing without a lockout anyone can trigger forever.
+# Failed attempts per email, in a fixed window: slows guessing, and the lockout it allows
+# anyone to cause ends with the window.
 SIGN_IN_LIMITS = (Limit(10, 900, "10 sign-in attempts per 15 minutes"),)
 
 
@@ -39,19 +40,31 @@ async def _body(services: Services, signed_in: sessions.SignedIn) -> Response:
     )
 
 
+async def sign_in_or_refuse(
+    services: Services, email: str, password: str
+) -> tuple[str, sessions.SignedIn]:
+    """A new session, or 401 INVALID_CREDENTIALS, or 429 once this email's failures are spent.
+
+    Shared by POST /api/session and the /login form, so both doors count the same budget.
+    The budget is checked before the password, so a spent budget gives a guesser nothing.
+    """
+    now = services.clock.now()
+    subject = f"sign-in:{email.strip().lower()}"
+    refused = await services.limiter.exceeded(subject, SIGN_IN_LIMITS, now)
+    if refused is not None:
+        raise ApiError(429, "RATE_LIMITED", f"Too many failed sign-ins: {refused.label}")
+    async with services.engine.begin() as conn:
+        result = await sessions.sign_in(conn, email, password, now)
+    if result is None:
+        await services.limiter.hit(subject, SIGN_IN_LIMITS, now)
+        raise ApiError(401, "INVALID_CREDENTIALS", "Wrong email or password")
+    return result
+
+
 @router.post("/api/session")
 async def sign_in(request: Request, credentials: Credentials) -> Response:
     services: Services = request.app.state.services
-    now = services.clock.now()
-    email = credentials.email.strip().lower()
-    refused = await services.limiter.hit(f"sign-in:{email}", SIGN_IN_LIMITS, now)
-    if refused is not None:
-        raise ApiError(429, "RATE_LIMITED", f"Too many sign-in attempts: {refused.label}")
-    async with services.engine.begin() as conn:
-        result = await sessions.sign_in(conn, email, credentials.password, now)
-    if result is None:
-        raise ApiError(401, "INVALID_CREDENTIALS", "Wrong email or password")
-    token, signed_in = result
+    token, signed_in = await sign_in_or_refuse(services, credentials.email, credentials.password)
     response = await _body(services, signed_in)
     response.set_cookie(
         sessions.COOKIE,
