@@ -110,6 +110,7 @@ def run_server(current: Settings, host: str, port: int, *, with_worker: bool = T
     """Serves until interrupted; `serve` and `demo` both end here."""
     import uvicorn
 
+    from hangar.access_log import log_config
     from hangar.app import create_app
 
     uvicorn.run(
@@ -119,6 +120,7 @@ def run_server(current: Settings, host: str, port: int, *, with_worker: bool = T
         loop="uvloop",
         http="httptools",
         log_level="info",
+        log_config=log_config(),
         proxy_headers=False,
     )
 
