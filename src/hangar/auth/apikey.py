@@ -10,11 +10,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from hangar.auth.keys import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.auth.ratelimit import API_LIMITS
+from hangar.db.engine import reader
 from hangar.errors import ApiError
 from hangar.services import Services
 
@@ -34,6 +35,7 @@ class KeyContext:
     scopes: frozenset[str]
 
 
+# Built once; the digest is its one parameter.
 _LOOKUP = select(
     ApiKey.id,
     ApiKey.org_id,
@@ -42,7 +44,7 @@ _LOOKUP = select(
     ApiKey.expires_at,
     ApiKey.revoked_at,
     ApiKey.last_used_at,
-)
+).where(ApiKey.key_hash == bindparam("digest", type_=ApiKey.key_hash.type))
 
 
 class KeyAuthenticator:
@@ -58,8 +60,8 @@ class KeyAuthenticator:
         if not is_well_formed(raw_key):
             raise ApiError(401, "UNAUTHORIZED", INVALID)
         digest = hash_key(raw_key)
-        async with services.engine.connect() as conn:
-            row = (await conn.execute(_LOOKUP.where(ApiKey.key_hash == digest))).first()
+        async with reader(services.engine).connect() as conn:
+            row = (await conn.execute(_LOOKUP, {"digest": digest})).first()
             if (
                 row is None
                 or not hmac.compare_digest(row.key_hash, digest)

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
+from hangar.db.engine import reader
 from hangar.external import calendar, cursor
 from hangar.external.params import AwareDateTime, StrictBool
 from hangar.external.responses import json_response
@@ -127,7 +128,7 @@ async def list_reservations(
         pilot_id is not None and filters.pilot_id is None
     ):
         return json_response({"items": [], "next_cursor": None})  # no id of ours looks so
-    async with services.engine.connect() as conn:
+    async with reader(services.engine).connect() as conn:
         items = await reservation_queries.page(conn, key, filters, position, limit)
     next_cursor = None
     if len(items) == limit:
@@ -145,7 +146,7 @@ async def list_reservations(
 async def list_aircraft(
     request: Request, key: Annotated[KeyContext, key_for("read:aircraft")]
 ) -> Response:
-    async with _services(request).engine.connect() as conn:
+    async with reader(_services(request).engine).connect() as conn:
         return json_response(await fleet_queries.fleet(conn, key))
 
 
@@ -160,7 +161,7 @@ async def list_squawks(
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
-    async with _services(request).engine.connect() as conn:
+    async with reader(_services(request).engine).connect() as conn:
         rows = await squawk_queries.recent(
             conn, key, status=status, aircraft_id=aircraft, is_grounding=is_grounding
         )
@@ -171,7 +172,7 @@ async def list_squawks(
 async def list_members(
     request: Request, key: Annotated[KeyContext, key_for("read:members")]
 ) -> Response:
-    async with _services(request).engine.connect() as conn:
+    async with reader(_services(request).engine).connect() as conn:
         return json_response(await member_queries.members(conn, key))
 
 
@@ -187,7 +188,7 @@ async def list_maintenance_logs(
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
-    async with _services(request).engine.connect() as conn:
+    async with reader(_services(request).engine).connect() as conn:
         return json_response(await maintenance_queries.logs(conn, key, aircraft_id=aircraft))
 
 
@@ -200,7 +201,7 @@ async def list_work_orders(
     key: Annotated[KeyContext, key_for("read:maintenance")],
     status: WorkOrderStatus | None = None,
 ) -> Response:
-    async with _services(request).engine.connect() as conn:
+    async with reader(_services(request).engine).connect() as conn:
         return json_response(await maintenance_queries.work_orders(conn, key, status=status))
 
 
@@ -217,7 +218,7 @@ async def reservations_feed(
     ] = None,
 ) -> Response:
     services = _services(request)
-    async with services.engine.connect() as conn:
+    async with reader(services.engine).connect() as conn:
         rows = await reservation_queries.calendar(conn, key)
     body = calendar.feed(rows, domain=services.settings.service_domain, now=services.clock.now())
     return Response(body, media_type="text/calendar; charset=utf-8")

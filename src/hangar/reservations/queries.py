@@ -2,24 +2,30 @@
 
 Order is newest start first, undated reservations last, ties broken by id (newest first).
 The walk is two keyset runs over one index: the dated rows by (start_time, id), then the
-undated rows by id. Each run is a plain range scan, whatever the depth.
+undated rows by id. Each run is a plain range scan, whatever the depth. Each statement is
+built once per combination of filters present, with the values as bound parameters.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, tuple_
+from sqlalchemy import Select, bindparam, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
+from hangar.db.engine import Read
 from hangar.external.cursor import Position
 from hangar.external.schemas import Reservation as ReservationOut
 from hangar.external.schemas import field_names
-from hangar.external.scoping import as_dicts, visible
+from hangar.external.scoping import rows as scoped_rows
+from hangar.external.scoping import scoped
 from hangar.reservations.models import Reservation
 
 COLUMNS = [getattr(Reservation, name) for name in field_names(ReservationOut)]
@@ -34,23 +40,56 @@ class Filters:
     start_after: datetime | None = None  # inclusive
     start_before: datetime | None = None  # exclusive
 
-    def apply(self, stmt: Select[Any]) -> Select[Any]:
-        if self.aircraft_id is not None:
-            stmt = stmt.where(Reservation.aircraft_id == self.aircraft_id)
-        if self.pilot_id is not None:
-            stmt = stmt.where(Reservation.pilot_id == self.pilot_id)
-        if self.status is not None:
-            stmt = stmt.where(Reservation.status == self.status)
-        if self.start_after is not None:
-            stmt = stmt.where(Reservation.start_time >= self.start_after)
-        if self.start_before is not None:
-            stmt = stmt.where(Reservation.start_time < self.start_before)
-        return stmt
-
     @property
     def by_start(self) -> bool:
         """A start-time bound leaves no undated reservation in the result."""
         return self.start_after is not None or self.start_before is not None
+
+
+def _param(name: str, column: Any) -> Any:
+    return bindparam(name, type_=column.type)
+
+
+@functools.cache
+def _dated(shape: tuple[bool, ...], after: bool) -> Read:
+    """The dated run of a page, for one combination of filters present."""
+    stmt = _filtered(shape).where(Reservation.start_time.is_not(None))
+    if after:
+        stmt = stmt.where(
+            tuple_(Reservation.start_time, Reservation.id)
+            < tuple_(
+                _param("after_start", Reservation.start_time), _param("after_id", Reservation.id)
+            )
+        )
+    stmt = stmt.order_by(Reservation.start_time.desc(), Reservation.id.desc())
+    return Read(stmt.limit(bindparam("limit")))
+
+
+@functools.cache
+def _undated(shape: tuple[bool, ...], after: bool) -> Read:
+    """The undated run of a page (no start-time bound can be in `shape`)."""
+    stmt = _filtered(shape).where(Reservation.start_time.is_(None))
+    if after:
+        stmt = stmt.where(Reservation.id < _param("after_id", Reservation.id))
+    return Read(stmt.order_by(Reservation.id.desc()).limit(bindparam("limit")))
+
+
+# Each filter of `Filters`: its column and how it compares (start_after is inclusive).
+_FILTER_COLUMNS: tuple[tuple[str, Any, Callable[[Any, Any], Any]], ...] = (
+    ("aircraft_id", Reservation.aircraft_id, operator.eq),
+    ("pilot_id", Reservation.pilot_id, operator.eq),
+    ("status", Reservation.status, operator.eq),
+    ("start_after", Reservation.start_time, operator.ge),
+    ("start_before", Reservation.start_time, operator.lt),
+)
+
+
+def _filtered(shape: tuple[bool, ...]) -> Select[Any]:
+    stmt = scoped(Reservation, *COLUMNS)
+    for present, (name, column, op) in zip(shape, _FILTER_COLUMNS, strict=True):
+        if present:
+            stmt = stmt.where(op(column, _param(name, column)))
+    return stmt
 
 
 async def page(
@@ -60,39 +99,42 @@ async def page(
     after: Position | None,
     limit: int,
 ) -> list[dict[str, Any]]:
-    base = filters.apply(visible(Reservation, key, *COLUMNS))
+    values = {name: getattr(filters, name) for name, _, _ in _FILTER_COLUMNS}
+    shape = tuple(value is not None for value in values.values())
+    params = {name: value for name, value in values.items() if value is not None}
     rows: list[dict[str, Any]] = []
     if after is None or after.start_time is not None:
-        dated = base.where(Reservation.start_time.is_not(None))
         if after is not None:
-            dated = dated.where(
-                tuple_(Reservation.start_time, Reservation.id) < tuple_(after.start_time, after.id)
-            )
-        dated = dated.order_by(Reservation.start_time.desc(), Reservation.id.desc()).limit(limit)
-        rows = as_dicts(await conn.execute(dated))
+            params.update(after_start=after.start_time, after_id=after.id)
+        rows = await scoped_rows(conn, _dated(shape, after is not None), key, **params, limit=limit)
     if len(rows) < limit and not filters.by_start:
-        undated = base.where(Reservation.start_time.is_(None))
-        if after is not None and after.start_time is None:
-            undated = undated.where(Reservation.id < after.id)
-        undated = undated.order_by(Reservation.id.desc()).limit(limit - len(rows))
-        rows += as_dicts(await conn.execute(undated))
+        undated_after = after is not None and after.start_time is None
+        params.pop("after_start", None)
+        if after is not None and undated_after:
+            params["after_id"] = after.id
+        else:
+            params.pop("after_id", None)
+        rows += await scoped_rows(
+            conn, _undated(shape, undated_after), key, **params, limit=limit - len(rows)
+        )
     return rows
 
 
-async def calendar(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
-    stmt = (
-        visible(
-            Reservation,
-            key,
-            Reservation.id,
-            Reservation.aircraft_id,
-            Reservation.activity_type,
-            Reservation.start_time,
-            Reservation.end_time,
-            Reservation.status,
-        )
-        .where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
-        .order_by(Reservation.start_time.desc(), Reservation.id.desc())
-        .limit(CALENDAR_LIMIT)
+_CALENDAR = Read(
+    scoped(
+        Reservation,
+        Reservation.id,
+        Reservation.aircraft_id,
+        Reservation.activity_type,
+        Reservation.start_time,
+        Reservation.end_time,
+        Reservation.status,
     )
-    return as_dicts(await conn.execute(stmt))
+    .where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
+    .order_by(Reservation.start_time.desc(), Reservation.id.desc())
+    .limit(CALENDAR_LIMIT)
+)
+
+
+async def calendar(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+    return await scoped_rows(conn, _CALENDAR, key)
