@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -29,11 +30,24 @@ _HTTP_CODES = {
 class ApiError(Exception):
     """An expected failure that the client is told about, with a stable code."""
 
-    def __init__(self, status: int, code: str, detail: str) -> None:
+    def __init__(
+        self, status: int, code: str, detail: str, errors: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
+        self.errors = errors
+
+
+def invalid(field: str, message: str) -> ApiError:
+    """A 422 about one field of a request body, in the same shape as Pydantic's refusals."""
+    return ApiError(
+        422,
+        "VALIDATION_ERROR",
+        f"Invalid {field}: {message}",
+        [{"loc": ["body", field], "msg": message}],
+    )
 
 
 def error_response(
@@ -41,6 +55,24 @@ def error_response(
 ) -> Response:
     body = orjson.dumps({"detail": detail, "code": code, **(extra or {})})
     return Response(body, status_code=status, media_type="application/json")
+
+
+# A datastore that cannot be reached (stopped, restarting, network cut, pool exhausted) is
+# a passing condition, not a bug: 503 with the one error shape. Other database errors
+# (integrity, programming) stay 500s, because they are bugs.
+UNAVAILABLE = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,
+    ConnectionError,  # refused, reset, aborted: raised unwrapped while connecting
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
 
 def _loc(loc: tuple[Any, ...]) -> list[Any]:
@@ -56,7 +88,9 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     async def api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
-        return error_response(exc.status, exc.code, exc.detail)
+        return error_response(
+            exc.status, exc.code, exc.detail, {"errors": exc.errors} if exc.errors else None
+        )
 
     async def validation_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
@@ -83,6 +117,16 @@ def install_error_handlers(app: FastAPI) -> None:
             detail = "Not found"
         return error_response(exc.status_code, code, detail)
 
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        if not is_unavailable(exc):
+            return await unexpected(request, exc)
+        log.warning(
+            "database unavailable on %s %s: %s", request.method, request.url.path, exc.__class__
+        )
+        return error_response(
+            503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly"
+        )
+
     async def unexpected(request: Request, exc: Exception) -> Response:
         # The client gets a code and no trace; the operator gets the trace in the log.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -91,6 +135,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(sa_exc.SQLAlchemyError, unavailable)
+    app.add_exception_handler(ConnectionError, unavailable)
     app.add_exception_handler(Exception, unexpected)
 
 

@@ -76,3 +76,21 @@ async def test_times_without_a_utc_equivalent_are_refused(
     plane = str((await org.add(Aircraft))["id"])
     log = {"aircraft_id": plane, "event_type": "oil_change", "performed_at": moment}
     assert_422(await admin.post(url(org, "maintenance-logs"), json=log), "performed_at")
+
+
+async def test_refusals_made_after_parsing_carry_the_same_errors_list(
+    admin: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    # Checks that need the database (or more than one field) answer in Pydantic's shape too.
+    person = {"email": "not-an-email", "first_name": "A", "last_name": "B", "role": "member"}
+    assert_422(await admin.post(url(org, "members"), json=person), "email")
+    their_plane = str((await other.add(Aircraft))["id"])
+    squawk = {"aircraft_id": their_plane, "description": "x", "severity": "minor"}
+    assert_422(await admin.post(url(org, "squawks"), json=squawk), "aircraft_id")
+    plane = str((await org.add(Aircraft))["id"])
+    mel = {"aircraft_id": plane, "item_description": "x", "mel_category": "c"}
+    assert_422(
+        await admin.post(url(org, "mel-items"), json={**mel, "due_date": "2026-05-03"}), "due_date"
+    )
+    hook = {"name": "h", "url": "https://hooks.example.com/h", "events": []}
+    assert_422(await admin.post(url(org, "webhooks"), json=hook), "events")

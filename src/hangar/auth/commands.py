@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.keys import SCOPES, generate_key
 from hangar.auth.models import ApiKey
-from hangar.errors import ApiError
+from hangar.errors import ApiError, invalid
 from hangar.ids import new_id
 
 
@@ -51,7 +51,7 @@ async def issue_key(
     granted = checked_scopes(scopes)
     name = name.strip()
     if not name:
-        raise ApiError(422, "VALIDATION_ERROR", "An API key needs a name")
+        raise invalid("name", "an API key needs a name")
     new = generate_key()
     key_id = new_id()
     await conn.execute(

@@ -15,7 +15,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.bodies import RequestBody
-from hangar.errors import ApiError
+from hangar.errors import ApiError, invalid
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
@@ -140,7 +140,7 @@ async def create_mel_item(
     today = now.astimezone(UTC).date()
     if body.due_date < today:
         # The expiry job would expire it within the minute; refuse the contradiction instead.
-        raise ApiError(422, "VALIDATION_ERROR", "Invalid due_date: it is already past")
+        raise invalid("due_date", "it is already past")
     values = body.model_dump() | {
         "id": new_id(),
         "org_id": actor.org_id,

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.passwords import hash_password
 from hangar.bodies import RequestBody
-from hangar.errors import ApiError
+from hangar.errors import ApiError, invalid
 from hangar.external.schemas import CONTACT_FIELDS, field_names
 from hangar.external.schemas import Member as MemberOut
 from hangar.ids import new_id
@@ -27,7 +27,7 @@ async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UU
     """A new organization with its four built-in roles."""
     name = name.strip()
     if not name:
-        raise ApiError(422, "VALIDATION_ERROR", "An organization needs a name")
+        raise invalid("name", "an organization needs a name")
     org_id = new_id()
     await conn.execute(insert(Organization).values(id=org_id, name=name, created_at=now))
     await conn.execute(
@@ -63,10 +63,10 @@ async def add_member(
 ) -> NewMember:
     """Adds a person to an organization, creating the user if the email is new."""
     if role not in ROLE_NAMES:
-        raise ApiError(422, "VALIDATION_ERROR", f"role must be one of {', '.join(ROLE_NAMES)}")
+        raise invalid("role", f"must be one of {', '.join(ROLE_NAMES)}")
     email = email.strip().lower()
     if "@" not in email:
-        raise ApiError(422, "VALIDATION_ERROR", "email must be an email address")
+        raise invalid("email", "must be an email address")
     role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
     if role_id is None:
         raise ApiError(404, "NOT_FOUND", "No such organization")
@@ -206,7 +206,7 @@ async def referenced(
     """A live row of this organization named in a body, or 422 naming the field."""
     row = (await conn.execute(_live(model, org_id, row_id))).first()
     if row is None:
-        raise ApiError(422, "VALIDATION_ERROR", f"Invalid {field}: no such record here")
+        raise invalid(field, "no such record here")
     return dict(row._mapping)
 
 
@@ -222,9 +222,7 @@ async def require_member(
         )
     )
     if found is None:
-        raise ApiError(
-            422, "VALIDATION_ERROR", f"Invalid {field}: not a member of this organization"
-        )
+        raise invalid(field, "not a member of this organization")
 
 
 # Members (members.manage).

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.errors import ApiError
+from hangar.errors import ApiError, invalid
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Attempt, Delivery, Subscription
@@ -38,7 +38,7 @@ def _view(row: Any) -> dict[str, Any]:
 
 def checked_events(events: Sequence[str]) -> list[str]:
     if not events:
-        raise ApiError(422, "VALIDATION_ERROR", "Choose at least one event, or * for all")
+        raise invalid("events", "choose at least one event, or * for all")
     for name in events:
         if name != ALL_EVENTS and name not in EVENT_NAMES:
             raise ApiError(
