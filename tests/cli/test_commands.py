@@ -1,0 +1,492 @@
+"""The `hangar` command line (interfaces.md §1), run as real subprocesses through the
+installed entry point against one fresh SQLite database for this module.
+
+Commands that create something print one JSON object on stdout and exit 0; on error they print
+a one-line reason on stderr, nothing on stdout, and exit non-zero. Independent invocations run
+concurrently to keep the module quick: every process pays for importing the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from alembic.script import ScriptDirectory
+from sqlalchemy import func, insert, inspect, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.app import create_app
+from hangar.auth.commands import issue_key
+from hangar.auth.keys import SCOPES
+from hangar.auth.models import ApiKey
+from hangar.auth.ratelimit import MemoryRateLimiter
+from hangar.config import Settings
+from hangar.crypto import derive_key
+from hangar.db.engine import make_engine
+from hangar.db.migrate import alembic_config
+from hangar.fleet.models import Aircraft, MelItem
+from hangar.ids import new_id
+from hangar.maintenance.models import MaintenanceLog, WorkOrder
+from hangar.orgs.models import Membership, Role
+from hangar.reservations.models import Reservation
+from hangar.services import Services
+from hangar.squawks.models import Squawk
+from hangar.webhooks.models import Event
+from tests.conftest import SECRET
+from tests.factories import T0, make_org
+from tests.support import FakeClock
+
+ENTRY_POINT = Path(sys.executable).with_name("hangar")
+KEY_RE = re.compile(r"^svc_pk_[A-Za-z0-9_-]{43}$")
+PASSWORD = "a long enough password"
+SEED = {
+    "reservations": 200,
+    "aircraft": 5,
+    "members": 10,
+    "squawks": 20,
+    "maintenance-logs": 10,
+    "work-orders": 10,
+}
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, Any]:
+        assert self.code == 0, self.stderr
+        lines = self.stdout.splitlines()
+        assert len(lines) == 1, self.stdout  # one JSON object, on one line
+        found: dict[str, Any] = orjson.loads(lines[0])
+        return found
+
+    def refused(self) -> str:
+        """The one-line reason of a failed command."""
+        assert self.code != 0, self.stdout
+        assert self.stdout == "", self.stdout
+        lines = self.stderr.strip("\n").splitlines()
+        assert len(lines) == 1, self.stderr
+        assert lines[0].strip()
+        return lines[0]
+
+
+@dataclass(frozen=True)
+class Cli:
+    url: str
+    env: dict[str, str]
+    cwd: Path
+    engine: AsyncEngine
+    upgraded: Ran
+    org: dict[str, Any]
+
+    async def run(self, *args: str) -> Ran:
+        command = (
+            [str(ENTRY_POINT)]
+            if ENTRY_POINT.exists()
+            else [
+                sys.executable,
+                "-c",
+                "from hangar.cli import main; main()",
+            ]
+        )
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            *args,
+            env=self.env,
+            cwd=self.cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), 120)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.returncode is not None
+        return Ran(process.returncode, out.decode(), err.decode())
+
+    @property
+    def org_id(self) -> str:
+        return str(self.org["id"])
+
+
+@pytest.fixture(scope="module")
+async def cli(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cli]:
+    """A fresh database, upgraded by `hangar db upgrade`, with one organization created by
+    `hangar org create`."""
+    where = tmp_path_factory.mktemp("cli")
+    url = f"sqlite:///{where / 'x.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGAR_")}
+    env |= {"HANGAR_DATABASE_URL": url, "HANGAR_SECRET_KEY": SECRET}
+    engine = make_engine(url)
+    try:
+        partial = Cli(url, env, where, engine, Ran(0, "", ""), {})
+        upgraded = await partial.run("db", "upgrade")
+        created = await partial.run("org", "create", "--name", "  Blue Sky Aviation ")
+        yield Cli(url, env, where, engine, upgraded, created.json())
+    finally:
+        await engine.dispose()
+
+
+def api(cli: Cli) -> httpx.AsyncClient:
+    """The app itself, in this process, over the database the commands wrote."""
+    services = Services(
+        settings=Settings(
+            database_url=cli.url,
+            secret_key=SECRET,
+            public_url="https://hangar.example",
+            service_domain="hangar.example",
+        ),
+        engine=cli.engine,
+        clock=FakeClock(),
+        limiter=MemoryRateLimiter(),
+        redis=None,
+        cursor_key=derive_key(SECRET, "cursor"),
+    )
+    transport = httpx.ASGITransport(app=create_app(services), raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="https://hangar.example")
+
+
+async def get(client: httpx.AsyncClient, key: str, path: str, **params: Any) -> Any:
+    response = await client.get(
+        f"/api/v1/external/{path}", params=params, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_db_upgrade_migrates_a_new_database_to_head(cli: Cli) -> None:
+    out = cli.upgraded.json()
+    assert out["revision"] == "head"
+    assert out["database"] == cli.url
+
+    def tables(sync_conn: Any) -> set[str]:
+        return set(inspect(sync_conn).get_table_names())
+
+    head = ScriptDirectory.from_config(alembic_config(cli.url)).get_current_head()
+    async with cli.engine.connect() as conn:
+        found = await conn.run_sync(tables)
+        revision = await conn.scalar(text("SELECT version_num FROM alembic_version"))
+    assert revision == head
+    assert {
+        "alembic_version",
+        "organizations",
+        "users",
+        "memberships",
+        "api_keys",
+        "aircraft",
+        "reservations",
+        "squawks",
+        "maintenance_logs",
+        "work_orders",
+        "mel_items",
+        "job_ticks",
+    } <= found
+
+
+async def test_org_create_prints_its_id_and_name(cli: Cli) -> None:
+    assert set(cli.org) == {"id", "name"}
+    assert cli.org["name"] == "Blue Sky Aviation"  # trimmed, as stored
+    org_id = uuid.UUID(cli.org_id)
+    async with cli.engine.connect() as conn:
+        roles = set(await conn.scalars(select(Role.name).where(Role.org_id == org_id)))
+    assert roles == {"admin", "instructor", "mechanic", "member"}
+
+
+async def test_user_create_makes_a_member_who_can_sign_in(cli: Cli) -> None:
+    email = f"chief-{uuid.uuid4().hex[:8]}@example.org"
+    ran = await cli.run(
+        "user",
+        "create",
+        "--org",
+        cli.org_id,
+        "--email",
+        email,
+        "--password",
+        PASSWORD,
+        "--role",
+        "admin",
+        "--first-name",
+        "Chuck",
+        "--last-name",
+        "Yeager",
+        "--phone",
+        "+15550001111",
+    )
+    out = ran.json()
+
+    assert set(out) == {"user_id", "membership_id", "role"}
+    assert out["role"] == "admin"
+    async with cli.engine.connect() as conn:
+        membership = (
+            await conn.execute(
+                select(Membership.user_id, Membership.org_id, Role.name)
+                .join(Role, Role.id == Membership.role_id)
+                .where(Membership.id == uuid.UUID(out["membership_id"]))
+            )
+        ).one()
+    assert (str(membership.user_id), str(membership.org_id), membership.name) == (
+        out["user_id"],
+        cli.org_id,
+        "admin",
+    )
+    async with api(cli) as client:
+        signed_in = await client.post("/api/session", json={"email": email, "password": PASSWORD})
+        assert signed_in.status_code == 200, signed_in.text
+        body = signed_in.json()
+        assert body["user"]["id"] == out["user_id"]
+        [mine] = body["memberships"]
+        assert (mine["org_id"], mine["role_name"]) == (cli.org_id, "admin")
+        assert "org.settings" in mine["capabilities"]
+        wrong = await client.post("/api/session", json={"email": email, "password": "nope" * 3})
+        assert wrong.status_code == 401
+        # The contact fields were stored as given.
+        admin_key = await _full_key(cli, uuid.UUID(cli.org_id))
+        members = await get(client, admin_key, "members")
+    [person] = [m for m in members if m["user_id"] == out["user_id"]]
+    assert (person["email"], person["first_name"], person["last_name"], person["phone"]) == (
+        email,
+        "Chuck",
+        "Yeager",
+        "+15550001111",
+    )
+    assert person["role_name"] == "admin"
+
+
+async def test_key_create_prints_the_key_once_and_stores_only_its_hash(cli: Cli) -> None:
+    ran = await cli.run(
+        "key",
+        "create",
+        "--org",
+        cli.org_id,
+        "--name",
+        "fleet board",
+        "--scope",
+        "read:aircraft",
+        "--scope",
+        "read:squawks",
+    )
+    out = ran.json()
+
+    assert set(out) == {"id", "key", "prefix", "scopes"}
+    key = out["key"]
+    assert KEY_RE.match(key), key
+    assert out["prefix"] == key[:12]
+    assert sorted(out["scopes"]) == ["read:aircraft", "read:squawks"]
+    async with cli.engine.connect() as conn:
+        row = (await conn.execute(select(ApiKey).where(ApiKey.id == uuid.UUID(out["id"])))).one()
+    assert str(row.org_id) == cli.org_id
+    assert row.prefix == key[:12]
+    assert row.key_hash == hashlib.sha256(key.encode()).hexdigest()
+    assert key not in str(tuple(row))
+    # The key works, with exactly its scopes.
+    async with api(cli) as client:
+        assert await get(client, key, "aircraft") == []
+        refused = await client.get(
+            "/api/v1/external/reservations", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert refused.status_code == 403
+        assert refused.json()["code"] == "INSUFFICIENT_SCOPE"
+
+
+async def test_errors_are_one_line_on_stderr_and_nothing_on_stdout(cli: Cli) -> None:
+    nowhere = str(uuid.uuid4())
+    user = ["user", "create", "--email", "x@example.org", "--password", PASSWORD]
+    cases = {
+        "unknown role": [*user, "--org", cli.org_id, "--role", "pilot"],
+        "no scope": ["key", "create", "--org", cli.org_id, "--name", "k"],
+        "unknown scope": [
+            "key",
+            "create",
+            "--org",
+            cli.org_id,
+            "--name",
+            "k",
+            "--scope",
+            "read:everything",
+        ],
+        "unknown org (key)": [
+            "key",
+            "create",
+            "--org",
+            nowhere,
+            "--name",
+            "k",
+            "--scope",
+            "read:aircraft",
+        ],
+    }
+    members_before = await _memberships(cli)
+
+    ran = await asyncio.gather(*(cli.run(*a) for a in cases.values()))
+
+    reasons = {case: result.refused() for case, result in zip(cases, ran, strict=True)}
+    assert "role" in reasons["unknown role"]
+    assert "admin, instructor, mechanic, member" in reasons["unknown role"]
+    assert "scope" in reasons["no scope"].lower()
+    assert "read:everything" in reasons["unknown scope"]
+    assert nowhere in reasons["unknown org (key)"]
+    # Nothing was written by any of them.
+    async with cli.engine.connect() as conn:
+        keys = set(await conn.scalars(select(ApiKey.name).where(ApiKey.name == "k")))
+    assert keys == set()
+    assert await _memberships(cli) == members_before
+
+
+async def _memberships(cli: Cli) -> int:
+    async with cli.engine.connect() as conn:
+        found = await conn.scalar(
+            select(func.count())
+            .select_from(Membership)
+            .where(Membership.org_id == uuid.UUID(cli.org_id))
+        )
+    return int(found or 0)
+
+
+async def _full_key(cli: Cli, org_id: uuid.UUID) -> str:
+    async with cli.engine.begin() as conn:
+        return (await issue_key(conn, org_id, name="reader", scopes=list(SCOPES), now=T0)).key
+
+
+async def _live_ids(cli: Cli, model: Any, org_id: uuid.UUID) -> tuple[set[str], int]:
+    """Ids of the organization's rows not soft-deleted, and how many rows there are at all."""
+    async with cli.engine.connect() as conn:
+        live = set(
+            await conn.scalars(
+                select(model.id).where(model.org_id == org_id, model.deleted_at.is_(None))
+            )
+        )
+        total = await conn.scalar(
+            select(func.count()).select_from(model).where(model.org_id == org_id)
+        )
+    return {str(i) for i in live}, int(total or 0)
+
+
+async def test_seed_writes_what_was_asked_and_the_api_reads_it(cli: Cli) -> None:
+    # A second organization, with rows of every kind: none may show up for the first.
+    other = await make_org(cli.engine, "Other Aero Club")
+    plane = await other.add(Aircraft)
+    other_reservation = await other.add(Reservation, aircraft_id=plane["id"])
+    foreign = {
+        str(plane["id"]),
+        str(other_reservation["id"]),
+        str((await other.add(Squawk, aircraft_id=plane["id"]))["id"]),
+        str((await other.add(MaintenanceLog, aircraft_id=plane["id"]))["id"]),
+        str((await other.add(WorkOrder, aircraft_id=plane["id"]))["id"]),
+        str(await other.member()),
+    }
+    args = [f"--{name}={count}" for name, count in SEED.items()]
+    members_before = await _memberships(cli)
+
+    ran = await cli.run("seed", "--org", cli.org_id, *args)
+
+    out = ran.json()
+    assert out == {
+        "org": cli.org_id,
+        "aircraft": 5,
+        "members": 10,
+        "reservations": 200,
+        "squawks": 20,
+        "maintenance_logs": 10,
+        "work_orders": 10,
+    }
+    org_id = uuid.UUID(cli.org_id)
+    key = await _full_key(cli, org_id)
+    async with api(cli) as client:
+        page = await get(client, key, "reservations", limit=500)
+        fleet = await get(client, key, "aircraft")
+        squawks = await get(client, key, "squawks")
+        logs = await get(client, key, "maintenance-logs")
+        orders = await get(client, key, "work-orders")
+        members = await get(client, key, "members")
+        other_page = await get(client, other.key, "reservations", limit=500)
+
+    expected = {
+        "reservations": (Reservation, [r["id"] for r in page["items"]], 200),
+        "aircraft": (Aircraft, [a["id"] for a in fleet], 5),
+        "squawks": (Squawk, [s["id"] for s in squawks], 20),
+        "maintenance logs": (MaintenanceLog, [m["id"] for m in logs], 10),
+        "work orders": (WorkOrder, [w["id"] for w in orders], 10),
+    }
+    for what, (model, shown, asked) in expected.items():
+        live, total = await _live_ids(cli, model, org_id)
+        assert total == asked, what  # every row asked for was written
+        assert len(shown) == len(set(shown)), what
+        assert set(shown) == live, what  # and the API shows each live one
+        assert not foreign & set(shown), what
+    assert page["next_cursor"] is None
+    assert len(page["items"]) >= 150  # seeded rows are mostly live, so the check has teeth
+    assert len(fleet) >= 1
+    member_ids = {m["user_id"] for m in members}
+    assert not foreign & member_ids
+    async with cli.engine.connect() as conn:
+        live_members = await conn.scalar(
+            select(func.count())
+            .select_from(Membership)
+            .where(Membership.org_id == org_id, Membership.deleted_at.is_(None))
+        )
+    assert await _memberships(cli) == members_before + 10
+    assert len(member_ids) == live_members
+    # The other organization sees only its own one reservation.
+    assert [r["id"] for r in other_page["items"]] == [str(other_reservation["id"])]
+
+
+async def test_jobs_run_mel_expiry_expires_an_overdue_item_once(cli: Cli) -> None:
+    org_id = uuid.UUID(cli.org_id)
+    plane = new_id()
+    item = new_id()
+    async with cli.engine.begin() as conn:
+        await conn.execute(
+            insert(Aircraft).values(
+                id=plane,
+                org_id=org_id,
+                tail_number="N77MEL",
+                aircraft_type="Piper PA-28",
+                is_active=True,
+                created_at=T0,
+            )
+        )
+        await conn.execute(
+            insert(MelItem).values(
+                id=item,
+                org_id=org_id,
+                aircraft_id=plane,
+                item_description="Pitot heat inoperative",
+                mel_category="c",
+                status="deferred",
+                deferral_date=date(2001, 1, 1) - timedelta(days=10),
+                due_date=date(2001, 1, 1),  # before any real today
+                created_at=T0,
+            )
+        )
+
+    ran = await cli.run("jobs", "run", "mel-expiry")
+
+    assert ran.json() == {"expired": 1}  # a fresh database: this is the only overdue item
+    async with cli.engine.connect() as conn:
+        status = await conn.scalar(select(MelItem.status).where(MelItem.id == item))
+        active = await conn.scalar(select(Aircraft.is_active).where(Aircraft.id == plane))
+        fired = sorted(await conn.scalars(select(Event.name).where(Event.org_id == org_id)))
+    assert status == "expired"
+    assert active is False
+    assert fired == ["aircraft.grounded", "mel.expired"]
+
+
+def test_the_entry_point_is_the_installed_command() -> None:
+    assert ENTRY_POINT.exists(), f"{ENTRY_POINT}: install the project (pip install -e .)"
+    assert "hangar.cli" in ENTRY_POINT.read_text()
