@@ -23,7 +23,7 @@ from hangar.clock import Clock
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import TEST_PING
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
-from hangar.webhooks.secrets import SecretBox
+from hangar.webhooks.secrets import SecretBox, SecretUnreadable
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
 
@@ -186,12 +186,18 @@ class Dispatcher:
             # Disabled: skipped, and never replayed when the subscription is enabled again.
             await self._finish(delivery, status="skipped")
             return
-        secret = self._box.open(row.secret_encrypted)
-        body = envelope(delivery.event_name, self._clock.now(), row.data)
         started_at = self._clock.now()
-        result = await self._sender.post(
-            row.url, headers(delivery.event_name, str(delivery.id), secret, body), body
-        )
+        try:
+            secret = self._box.open(row.secret_encrypted)
+        except SecretUnreadable:
+            # A failed attempt, not an exception: left to its lease, it would loop forever.
+            error = "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed?"
+            result = AttemptResult(status_code=None, error=error, response_body=None, duration_ms=0)
+        else:
+            body = envelope(delivery.event_name, started_at, row.data)
+            result = await self._sender.post(
+                row.url, headers(delivery.event_name, str(delivery.id), secret, body), body
+            )
         await self._record(delivery, started_at, result, counts=not is_test)
 
     async def _record(

@@ -8,11 +8,15 @@ from __future__ import annotations
 import base64
 import secrets
 
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, InvalidToken
 
 from hangar.crypto import derive_key
 
 SECRET_PREFIX_LENGTH = 8
+
+
+class SecretUnreadable(Exception):
+    """Sealed under another HANGAR_SECRET_KEY (or damaged): no retry will ever open it."""
 
 
 def new_secret() -> str:
@@ -28,4 +32,7 @@ class SecretBox:
         return self._fernet.encrypt(secret.encode()).decode()
 
     def open(self, sealed: str) -> str:
-        return self._fernet.decrypt(sealed.encode()).decode()
+        try:
+            return self._fernet.decrypt(sealed.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable from None

@@ -42,6 +42,23 @@ class AttemptResult:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+async def _start_of(content: aiohttp.StreamReader) -> bytes:
+    """The first RESPONSE_KEPT_BYTES of the answer (fewer only if it is shorter); a receiver
+    may send megabytes, and nothing past this is ever read into memory."""
+    kept = b""
+    while len(kept) < RESPONSE_KEPT_BYTES:
+        chunk = await content.read(RESPONSE_KEPT_BYTES - len(kept))
+        if not chunk:
+            break
+        kept += chunk
+    return kept
+
+
+def _as_text(data: bytes) -> str:
+    # PostgreSQL text cannot hold NUL; the log is for reading, so a stand-in is enough.
+    return data.decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
 class _PinnedResolver(AbstractResolver):
     """Answers only for the checked host, only with the checked addresses."""
 
@@ -105,15 +122,17 @@ class Sender:
                     auto_decompress=False,
                 ) as session,
                 session.post(
-                    checked.url.url, data=body, headers=headers, allow_redirects=False
+                    checked.url.url,
+                    data=body,
+                    # What we keep of the answer is text for people: no compressed bytes.
+                    headers={**headers, "Accept-Encoding": "identity"},
+                    allow_redirects=False,
                 ) as response,
             ):
-                # Keep only the start of the answer: a receiver may send megabytes.
-                kept = await response.content.read(RESPONSE_KEPT_BYTES)
                 return done(
                     status_code=response.status,
                     error=None,
-                    response_body=kept.decode("utf-8", "replace"),
+                    response_body=_as_text(await _start_of(response.content)),
                 )
         except TimeoutError:
             return done(
