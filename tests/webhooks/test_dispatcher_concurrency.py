@@ -6,10 +6,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+from sqlalchemy import text
+
 from hangar.services import Services
+from hangar.webhooks import worker as worker_module
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import Worker
+from tests.conftest import PG_URL
 from tests.factories import Org
 from tests.webhooks.conftest import Receiver
 from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
@@ -66,6 +71,44 @@ async def test_new_work_wakes_the_worker_at_once(
         await fire(services, org)
         while not receiver.requests:
             assert time.monotonic() - started < 5, "the worker slept through new work"
+            await asyncio.sleep(0.02)
+    finally:
+        await worker.stop()
+    assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]
+
+
+@pytest.mark.skipif(not PG_URL, reason="LISTEN/NOTIFY is PostgreSQL's; SQLite wakes in-process")
+async def test_a_lost_listen_connection_is_restored(
+    services: Services,
+    org: Org,
+    receiver: Receiver,
+    sender: Sender,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "LISTEN_RETRY_MIN", 0.05)
+    sub_id = await subscribe(services, org, receiver.url())
+    worker = Worker(services, sender)
+    await worker.start()
+    try:
+        await asyncio.wait_for(worker.listening.wait(), 5)
+        async with services.engine.connect() as conn:
+            killed = await conn.scalar(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND query ILIKE 'LISTEN%'"
+                )
+            )
+        assert killed == 1
+        lost_at = time.monotonic()
+        while worker.listening.is_set():  # the worker notices the loss...
+            assert time.monotonic() - lost_at < 5, "the worker never noticed the lost LISTEN"
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(worker.listening.wait(), 5)  # ...and listens again
+        await asyncio.sleep(0.3)  # past the reconnect's own kick: only a NOTIFY can wake it now
+        started = time.monotonic()
+        await fire(services, org)
+        while not receiver.requests:
+            assert time.monotonic() - started < 5, "no NOTIFY reached the restored listener"
             await asyncio.sleep(0.02)
     finally:
         await worker.stop()

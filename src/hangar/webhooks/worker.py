@@ -25,6 +25,9 @@ from hangar.webhooks.sender import Sender
 
 log = logging.getLogger("hangar.worker")
 
+LISTEN_RETRY_MIN = 1.0
+LISTEN_RETRY_MAX = 30.0
+
 
 class Worker:
     def __init__(self, services: Services, sender: Sender | None = None) -> None:
@@ -37,11 +40,12 @@ class Worker:
         )
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._listener: Any = None
+        # Set while a LISTEN connection is up (PostgreSQL): for tests and health.
+        self.listening = asyncio.Event()
 
     async def start(self) -> None:
-        await self._listen()
         self._tasks = [
+            asyncio.create_task(self._listen()),
             asyncio.create_task(self.dispatcher.run(self._stop)),
             asyncio.create_task(
                 run_every_minute(self._services.engine, self._services.clock, self._stop)
@@ -51,9 +55,6 @@ class Worker:
     async def stop(self) -> None:
         self._stop.set()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._listener is not None:
-            with contextlib.suppress(Exception):
-                await self._listener.close()
         engine = self._services.engine
         if engine.dialect.name == "sqlite" and event.contains(
             engine.sync_engine.pool, "checkin", self._on_checkin
@@ -79,12 +80,43 @@ class Worker:
             event.listen(engine.sync_engine.pool, "checkin", self._on_checkin)
             return
         dsn = self._services.settings.database_url.replace("postgresql://", "postgres://", 1)
+        backoff = LISTEN_RETRY_MIN
+        # A LISTEN connection can be lost (restart, failover, idle cut): without this loop the
+        # worker would silently fall back to polling for good.
+        while not self._stop.is_set():
+            if await self._listen_until_lost(dsn):
+                backoff = LISTEN_RETRY_MIN
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), backoff)
+            backoff = min(backoff * 2, LISTEN_RETRY_MAX)
+
+    async def _listen_until_lost(self, dsn: str) -> bool:
+        """LISTENs until the connection is lost or the worker stops; False if it never could."""
+        lost = asyncio.Event()
         try:
-            self._listener = await asyncpg.connect(dsn)
-            await self._listener.add_listener(NOTIFY_CHANNEL, self._on_notify)
-        except Exception:
-            # Without the listener the dispatcher still finds work on its own schedule.
-            log.exception("cannot LISTEN for new deliveries; polling only")
+            conn = await asyncpg.connect(dsn)
+        except Exception as exc:
+            log.warning("cannot LISTEN for new deliveries (%s); polling until it can", exc)
+            return False
+        try:
+            conn.add_termination_listener(lambda _conn: lost.set())
+            await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+            self.listening.set()
+            self.dispatcher.kick()  # deliveries may have been recorded while we were deaf
+            waits = [asyncio.ensure_future(lost.wait()), asyncio.ensure_future(self._stop.wait())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if lost.is_set():
+                log.warning("lost the LISTEN connection; reconnecting")
+            return True
+        except Exception as exc:
+            log.warning("LISTEN failed (%s); polling until it can", exc)
+            return False
+        finally:
+            self.listening.clear()
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     def _on_notify(self, *_: Any) -> None:
         self.dispatcher.kick()
