@@ -157,3 +157,19 @@ async def test_sign_out_ends_the_session(admin: httpx.AsyncClient, org: Org) -> 
     response = await admin.post("/logout", data={"csrf_token": csrf_in(page.text)})
     assert response.status_code == 303
     assert (await admin.get("/api/session")).status_code == 401
+
+
+async def test_the_form_and_the_api_share_one_failure_budget(
+    client: httpx.AsyncClient, org: Org
+) -> None:
+    await org.member("admin", email="guessed@example.org", password=PASSWORD)
+    for _ in range(10):
+        assert (await sign_in_with_form(client, "guessed@example.org", "nope")).status_code == 401
+    refused = await sign_in_with_form(client, "guessed@example.org", PASSWORD)
+    assert refused.status_code == 429
+    assert "Too many failed sign-ins" in refused.text
+    assert sessions.COOKIE not in refused.cookies
+    api = await client.post(
+        "/api/session", json={"email": "guessed@example.org", "password": PASSWORD}
+    )
+    assert api.status_code == 429
