@@ -173,3 +173,24 @@ async def test_the_form_and_the_api_share_one_failure_budget(
         "/api/session", json={"email": "guessed@example.org", "password": PASSWORD}
     )
     assert api.status_code == 429
+
+
+async def test_an_admin_of_two_organizations_chooses_and_sees_each_ones_keys_only(
+    client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    email = "two-orgs@example.org"
+    await org.member("admin", email=email, password=PASSWORD)
+    await other.member("admin", email=email, password=PASSWORD)
+    await sign_in_with_form(client, email, PASSWORD)
+    chooser = await client.get("/settings")
+    assert chooser.status_code == 200
+    assert f'href="/settings/{org.id}/keys"' in chooser.text
+    assert f'href="/settings/{other.id}/keys"' in chooser.text
+    # Each organization's full-scope test key shows only on its own page.
+    mine = (await client.get(f"/settings/{org.id}/keys")).text
+    theirs = (await client.get(f"/settings/{other.id}/keys")).text
+    assert org.key[:12] in mine
+    assert other.key[:12] not in mine
+    assert other.key[:12] in theirs
+    assert org.key[:12] not in theirs
+    assert "Switch organization" in mine

@@ -20,7 +20,7 @@ from gidgethub.sansio import validate_event
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.webhooks.models import Delivery
+from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.sender import Sender
 from tests.conftest import PASSWORD
 from tests.factories import Org
@@ -93,7 +93,7 @@ async def _api(live: LiveServer, path: str, key: str) -> int:
 
 
 async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
-    live: LiveServer, receiver: Receiver, org: Org
+    live: LiveServer, receiver: Receiver, org: Org, engine: AsyncEngine
 ) -> None:
     from playwright.async_api import async_playwright, expect
 
@@ -232,6 +232,21 @@ async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
             [got] = receiver.requests
             validate_event(got.body, signature=got.headers["X-Service-Signature"], secret=secret)
             assert got.headers["X-Service-Event"] == "test.ping"
+
+            # --- disabled after failures (set directly: five real failures take 50 s) --
+            async with engine.begin() as conn:
+                await conn.execute(
+                    update(Subscription)
+                    .where(Subscription.org_id == org.id)
+                    .values(enabled=False, consecutive_failures=5)
+                )
+            await page.get_by_role("link", name="Back to webhooks").click()
+            hook_row = page.locator('tr[data-webhook="Ops desk"]')
+            await expect(hook_row).to_contain_text("Disabled after 5 consecutive failed deliveries")
+            await hook_row.get_by_role("button", name="Enable").click()
+            await expect(page.get_by_role("status")).to_contain_text("enabled again")
+            await expect(hook_row).to_contain_text("Enabled")
+            await expect(hook_row.get_by_role("button", name="Enable")).to_have_count(0)
 
             # --- readable on a phone: nothing wider than the screen -----------------
             await page.set_viewport_size({"width": 375, "height": 740})
