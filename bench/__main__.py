@@ -101,6 +101,7 @@ class Runner:
         self.rounds = args.rounds
         self.seconds = args.seconds
         self.conns = args.connections
+        self.warm_up = not args.quick
         self.rows: list[Row] = []
 
     def pair(
@@ -117,7 +118,12 @@ class Runner:
         log(f"{goal_id}: {what}")
         try:
             side_a, side_b = load.compare(
-                a, b, rounds=self.rounds, seconds=self.seconds, connections=self.conns
+                a,
+                b,
+                rounds=self.rounds,
+                seconds=self.seconds,
+                connections=self.conns,
+                warm_up=self.warm_up,
             )
         except Exception as exc:
             self.rows.append(Row(goal_id, what, "-", "-", None, goal, None, f"failed: {exc}"))
@@ -214,6 +220,96 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
         )
 
 
+def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
+    """G6, G7 and G8 against one database."""
+    import asyncio
+
+    from bench import webhooks
+    from bench.setup import SECRET
+    from hangar.config import Settings
+
+    settings = Settings(database_url=database_url, secret_key=SECRET)
+    if g6:
+        events = 50 if quick else 1000
+        log(f"G6: {events} events x 10 subscriptions, {label}")
+        try:
+            t = asyncio.run(webhooks.throughput(settings, events, 10, 100, free_port()))
+            ratio = t.hangar / t.bare
+            run.add(
+                Row(
+                    "G6",
+                    f"{t.deliveries:,} deliveries (events x 10 subscriptions) to loopback HTTPS "
+                    f"receivers answering in 10 ms, {label}: dispatcher vs bare aiohttp client",
+                    f"{t.hangar:,.0f} deliveries/s",
+                    f"{t.bare:,.0f} POSTs/s",
+                    ratio,
+                    ">= 0.80x",
+                    ratio >= 0.80,
+                )
+            )
+        except Exception as exc:
+            run.add(
+                Row(
+                    "G6",
+                    f"delivery throughput, {label}",
+                    "-",
+                    "-",
+                    None,
+                    ">= 0.80x",
+                    None,
+                    f"failed: {exc!r}",
+                )
+            )
+    samples = 10 if quick else 50
+    log(f"G7: {samples} product actions, idle dispatcher, {label}")
+    try:
+        ms = asyncio.run(webhooks.latency(settings, samples, free_port()))
+        p50, p99 = webhooks.statistics.median(ms), webhooks.percentile(ms, 0.99)
+        run.add(
+            Row(
+                "G7",
+                f"commit of a product action -> first byte at the receiver, idle dispatcher, "
+                f"{label}",
+                webhooks.summary(ms),
+                "-",
+                None,
+                "p50 <= 25 ms, p99 <= 100 ms",
+                p50 <= 25 and p99 <= 100 and len(ms) == samples,
+            )
+        )
+    except Exception as exc:
+        run.add(
+            Row(
+                "G7", f"commit -> first byte, {label}", "-", "-", None, "", None, f"failed: {exc!r}"
+            )
+        )
+    log(f"G8: retry waits, {label}")
+    try:
+        gaps = asyncio.run(webhooks.retry_waits(settings, 3, free_port()))
+        firsts = [a for a, _ in gaps]
+        seconds = [b for _, b in gaps]
+        ok = bool(gaps) and all(abs(a - 2) <= 0.25 and abs(b - 8) <= 0.25 for a, b in gaps)
+        text = (
+            f"waits {min(firsts):.2f}-{max(firsts):.2f} s and "
+            f"{min(seconds):.2f}-{max(seconds):.2f} s (n={len(gaps)})"
+            if gaps
+            else "no delivery reached a third attempt within 45 s"
+        )
+        run.add(
+            Row(
+                "G8",
+                f"measured retry waits, {label}",
+                text,
+                "2 s and 8 s",
+                None,
+                "within +-0.25 s",
+                ok,
+            )
+        )
+    except Exception as exc:
+        run.add(Row("G8", f"retry waits, {label}", "-", "-", None, "", None, f"failed: {exc!r}"))
+
+
 def seed_row(data: Dataset, label: str) -> Row:
     seconds = data.seed_seconds
     when = "this run" if data.seeded_now else "when the database was seeded"
@@ -269,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", default=None, help="also write the table to this file")
     args = parser.parse_args(argv)
     if args.rounds is None:
-        args.rounds = 2 if args.quick else 4
+        args.rounds = 1 if args.quick else 4
     if args.seconds is None:
         args.seconds = 1 if args.quick else 3
     if args.redis_url is None:
@@ -292,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
             read_path(run, data, "SQLite", logdir, full=True)
             run.add(seed_row(data, "SQLite"))
 
-        sections.append(("read", quick_read))
+        def quick_hooks() -> None:
+            hooks(run, f"sqlite:///{sqlite_dir / 'quick.db'}", "SQLite", quick=True, g6=True)
+
+        sections += [("read", quick_read), ("webhooks", quick_hooks)]
     else:
 
         def pg_read() -> None:
@@ -305,7 +404,12 @@ def main(argv: list[str] | None = None) -> int:
             data = prepare(url, Sizes(reservations=100_000), args.redis_url, log)
             read_path(run, data, "SQLite", logdir, full=False)
 
-        sections += [("read", pg_read), ("sqlite", sqlite_read)]
+        def all_hooks() -> None:
+            hooks(run, args.pg_url, "PostgreSQL", quick=False, g6=True)
+            url = f"sqlite:///{sqlite_dir / 'bench-100k.db'}"
+            hooks(run, url, "SQLite", quick=False, g6=False)
+
+        sections += [("read", pg_read), ("sqlite", sqlite_read), ("webhooks", all_hooks)]
 
     for name, section in sections:
         if only and name not in only:

@@ -99,11 +99,12 @@ def measure(target: Target, seconds: int, connections: int) -> Round:
 
 
 def compare(
-    a: Target, b: Target, *, rounds: int, seconds: int, connections: int
+    a: Target, b: Target, *, rounds: int, seconds: int, connections: int, warm_up: bool = True
 ) -> tuple[Side, Side]:
     """Alternating rounds of A and B (after one short warm-up of each)."""
-    measure(a, 1, connections)
-    measure(b, 1, connections)
+    if warm_up:
+        measure(a, 1, connections)
+        measure(b, 1, connections)
     side_a, side_b = Side(), Side()
     for i in range(rounds):
         # ABBA order: neither side always goes first.

@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select, update
 from hangar.auth.keys import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.auth.ratelimit import API_LIMITS
-from hangar.db.engine import reader
+from hangar.db.engine import Read, reader
 from hangar.errors import ApiError
 from hangar.services import Services
 
@@ -36,15 +36,17 @@ class KeyContext:
 
 
 # Built once; the digest is its one parameter.
-_LOOKUP = select(
-    ApiKey.id,
-    ApiKey.org_id,
-    ApiKey.key_hash,
-    ApiKey.scopes,
-    ApiKey.expires_at,
-    ApiKey.revoked_at,
-    ApiKey.last_used_at,
-).where(ApiKey.key_hash == bindparam("digest", type_=ApiKey.key_hash.type))
+_LOOKUP = Read(
+    select(
+        ApiKey.id,
+        ApiKey.org_id,
+        ApiKey.key_hash,
+        ApiKey.scopes,
+        ApiKey.expires_at,
+        ApiKey.revoked_at,
+        ApiKey.last_used_at,
+    ).where(ApiKey.key_hash == bindparam("digest", type_=ApiKey.key_hash.type))
+)
 
 
 class KeyAuthenticator:
@@ -61,26 +63,28 @@ class KeyAuthenticator:
             raise ApiError(401, "UNAUTHORIZED", INVALID)
         digest = hash_key(raw_key)
         async with reader(services.engine).connect() as conn:
-            row = (await conn.execute(_LOOKUP, {"digest": digest})).first()
+            found = await _LOOKUP.rows(conn, {"digest": digest})
+            row = found[0] if found else None
             if (
                 row is None
-                or not hmac.compare_digest(row.key_hash, digest)
-                or row.revoked_at is not None
-                or (row.expires_at is not None and row.expires_at <= now)
+                or not hmac.compare_digest(row["key_hash"], digest)
+                or row["revoked_at"] is not None
+                or (row["expires_at"] is not None and row["expires_at"] <= now)
             ):
                 raise ApiError(401, "UNAUTHORIZED", INVALID)
-            if self._due_for_touch(row.id, row.last_used_at, now):
+            key_id: uuid.UUID = row["id"]
+            if self._due_for_touch(key_id, row["last_used_at"], now):
                 await conn.execute(
-                    update(ApiKey).where(ApiKey.id == row.id).values(last_used_at=now)
+                    update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now)
                 )
                 await conn.commit()
-        refused = await services.limiter.hit(f"key:{row.id}", API_LIMITS, now)
+        refused = await services.limiter.hit(f"key:{key_id}", API_LIMITS, now)
         if refused is not None:
             raise ApiError(429, "RATE_LIMITED", f"Rate limit exceeded: {refused.label} per API key")
-        scopes = frozenset(row.scopes or ())
+        scopes = frozenset(row["scopes"] or ())
         if scope not in scopes:
             raise ApiError(403, "INSUFFICIENT_SCOPE", f"This API key lacks the scope {scope}")
-        return KeyContext(key_id=row.id, org_id=row.org_id, scopes=scopes)
+        return KeyContext(key_id=key_id, org_id=row["org_id"], scopes=scopes)
 
     def _due_for_touch(self, key_id: uuid.UUID, stored: datetime | None, now: datetime) -> bool:
         last = self._touched.get(key_id) or stored

@@ -1,0 +1,357 @@
+"""Delivery benchmarks (G6, G7, G8): hangar's dispatcher against loopback HTTPS receivers.
+
+The dispatcher runs in this process as `hangar worker` runs it (one Worker: LISTEN/NOTIFY on
+PostgreSQL, the in-process wake on SQLite). As in the delivery tests, the receiver is reached
+through an injected resolver (a made-up name → 127.0.0.1), an address rule admitting only
+loopback, and a TLS context trusting a trustme CA: injected here, never a setting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import trustme
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from hangar.config import Settings
+from hangar.ids import new_id
+from hangar.orgs.commands import create_org
+from hangar.services import Services, build_services
+from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.outbox import record
+from hangar.webhooks.secrets import new_secret
+from hangar.webhooks.sender import Sender
+from hangar.webhooks.signing import envelope, headers
+from hangar.webhooks.url_policy import IPAddress
+from hangar.webhooks.worker import Worker
+
+HOST = "receiver.bench.example"
+LOOPBACK = ipaddress.ip_address("127.0.0.1")
+
+
+class LoopbackResolver:
+    async def resolve(self, host: str, port: int) -> list[IPAddress]:
+        return [LOOPBACK]
+
+
+def loopback_only(ip: IPAddress) -> bool:
+    return ip == LOOPBACK
+
+
+@dataclass
+class Receiver:
+    port: int
+    client_ssl: ssl.SSLContext
+
+    def url(self, path: str) -> str:
+        return f"https://{HOST}:{self.port}{path}"
+
+    async def log(self) -> list[list[Any]]:
+        connector = aiohttp.TCPConnector(ssl=self.client_ssl, resolver=_Pinned())
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get(self.url("/log")) as response,
+        ):
+            data: list[list[Any]] = await response.json()
+            return data
+
+
+class _Pinned(aiohttp.abc.AbstractResolver):
+    async def resolve(self, host: str, port: int = 0, family: Any = 0) -> list[Any]:
+        import socket
+
+        return [
+            {
+                "hostname": host,
+                "host": "127.0.0.1",
+                "port": port,
+                "family": socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+@asynccontextmanager
+async def receiver(delay_ms: float, port: int) -> AsyncIterator[Receiver]:
+    ca = trustme.CA()
+    cert = ca.issue_cert(HOST)
+    folder = Path(tempfile.mkdtemp(prefix="hangar-bench-tls-"))
+    cert.private_key_pem.write_to_path(str(folder / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(folder / "cert.pem"))
+    client_ssl = ssl.create_default_context()
+    ca.configure_trust(client_ssl)
+    proc = subprocess.Popen(  # noqa: S603, ASYNC220 (started once, before any load)
+        [
+            sys.executable,
+            "-m",
+            "bench.receiver",
+            "--port",
+            str(port),
+            "--cert",
+            str(folder / "cert.pem"),
+            "--key",
+            str(folder / "key.pem"),
+            "--delay-ms",
+            str(delay_ms),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    found = Receiver(port, client_ssl)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                await found.log()
+                break
+            except aiohttp.ClientError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the receiver did not start") from None
+                await asyncio.sleep(0.1)
+        yield found
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def bench_services(settings: Settings) -> Services:
+    services = build_services(settings)
+    services.resolver = LoopbackResolver()
+    return services
+
+
+def bench_worker(services: Services, rx: Receiver) -> Worker:
+    sender = Sender(LoopbackResolver(), ssl_context=rx.client_ssl, is_allowed=loopback_only)
+    return Worker(services, sender=sender)
+
+
+async def new_org(engine: AsyncEngine, name: str) -> uuid.UUID:
+    async with engine.begin() as conn:
+        # Whatever earlier runs left pending is not this run's to send.
+        await conn.execute(
+            update(Delivery).where(Delivery.status == "pending").values(status="skipped")
+        )
+        return await create_org(conn, f"{name} {uuid.uuid4().hex[:6]}", datetime.now(UTC))
+
+
+async def subscribe(
+    services: Services, org_id: uuid.UUID, urls: list[str]
+) -> list[tuple[uuid.UUID, str]]:
+    """Subscriptions to every event, inserted as rows (their URL is loopback, which the
+    product would refuse); returns (id, secret) pairs."""
+    made = []
+    now = datetime.now(UTC)
+    async with services.engine.begin() as conn:
+        for url in urls:
+            secret = new_secret()
+            sub_id = new_id()
+            await conn.execute(
+                insert(Subscription).values(
+                    id=sub_id,
+                    org_id=org_id,
+                    name="bench",
+                    url=url,
+                    events=["*"],
+                    secret_encrypted=services.secret_box.seal(secret),
+                    secret_prefix=secret[:8],
+                    enabled=True,
+                    consecutive_failures=0,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            made.append((sub_id, secret))
+    return made
+
+
+async def pending(engine: AsyncEngine, org_id: uuid.UUID) -> int:
+    async with engine.connect() as conn:
+        count = await conn.scalar(
+            select(func.count())
+            .select_from(Delivery)
+            .where(Delivery.org_id == org_id, Delivery.status == "pending")
+        )
+        return int(count or 0)
+
+
+async def drained(engine: AsyncEngine, org_id: uuid.UUID, limit_s: float, poll: float) -> bool:
+    """Waits (bounded) until the organization has no pending delivery."""
+    for _ in range(int(limit_s / poll)):
+        if not await pending(engine, org_id):
+            return True
+        await asyncio.sleep(poll)
+    return False
+
+
+def _data(seq: int) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "id": str(uuid.uuid4()),
+        "aircraft_id": str(uuid.uuid4()),
+        "description": "Left brake soft; pedal travels to the floor after two pumps",
+        "severity": "major",
+        "is_grounding": True,
+    }
+
+
+# --- G6 -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    hangar: float  # deliveries/s
+    bare: float
+    deliveries: int
+
+
+async def throughput(
+    settings: Settings, events: int, subscriptions: int, concurrency: int, port: int
+) -> Throughput:
+    async with receiver(10.0, port) as rx:
+        services = bench_services(settings)
+        worker = bench_worker(services, rx)
+        org_id = await new_org(services.engine, "Bench Hooks G6")
+        subs = await subscribe(services, org_id, [rx.url(f"/g6/{i}") for i in range(subscriptions)])
+        await worker.start()
+        try:
+            # A: the dispatcher drains events x subscriptions deliveries.
+            now = datetime.now(UTC)
+            async with services.engine.begin() as conn:
+                for seq in range(events):
+                    await record(conn, org_id, ["squawk.created"], _data(seq), now)
+            started = time.monotonic()
+            await drained(services.engine, org_id, 600, 0.05)
+            hangar_rate = events * subscriptions / (time.monotonic() - started)
+        finally:
+            await worker.stop()
+            await services.close()
+        # B: a bare aiohttp client POSTs the same signed bodies at the same concurrency,
+        # one connection per POST as the dispatcher opens (it pins each to checked addresses).
+        bodies = []
+        stamp = datetime.now(UTC)
+        for seq in range(events):
+            data = _data(seq)
+            from hangar.webhooks.outbox import serialize
+
+            payload = serialize(data)
+            for (sub_id, secret), i in zip(subs, range(subscriptions), strict=True):
+                body = envelope("squawk.created", stamp, payload)
+                bodies.append(
+                    (rx.url(f"/g6/{i}"), headers("squawk.created", str(sub_id), secret, body), body)
+                )
+        slots = asyncio.Semaphore(concurrency)
+
+        async def post(url: str, hdrs: dict[str, str], body: bytes) -> None:
+            async with slots:
+                connector = aiohttp.TCPConnector(
+                    resolver=_Pinned(), ssl=rx.client_ssl, force_close=True, limit=1
+                )
+                async with (
+                    aiohttp.ClientSession(
+                        connector=connector, timeout=aiohttp.ClientTimeout(total=10)
+                    ) as session,
+                    session.post(url, data=body, headers=hdrs, allow_redirects=False) as resp,
+                ):
+                    await resp.content.read(2048)
+
+        started = time.monotonic()
+        await asyncio.gather(*(post(*b) for b in bodies))
+        bare_rate = len(bodies) / (time.monotonic() - started)
+    return Throughput(hangar_rate, bare_rate, events * subscriptions)
+
+
+# --- G7 -------------------------------------------------------------------------------------
+
+
+async def latency(settings: Settings, samples: int, port: int) -> list[float]:
+    """Commit of a product action's transaction → its delivery's first byte at the
+    receiver, with the dispatcher idle before each; milliseconds."""
+    async with receiver(0.0, port) as rx:
+        services = bench_services(settings)
+        worker = bench_worker(services, rx)
+        org_id = await new_org(services.engine, "Bench Hooks G7")
+        await subscribe(services, org_id, [rx.url("/g7")])
+        await worker.start()
+        committed: dict[int, float] = {}
+        try:
+            await asyncio.sleep(0.5)
+            for seq in range(samples):
+                async with services.engine.begin() as conn:
+                    await record(conn, org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
+                committed[seq] = time.time()
+                await drained(services.engine, org_id, 5, 0.005)
+                await asyncio.sleep(0.2)  # idle again
+            arrivals = {entry[3]: entry[0] for entry in await rx.log()}
+        finally:
+            await worker.stop()
+            await services.close()
+    return [(arrivals[s] - t) * 1000 for s, t in committed.items() if s in arrivals]
+
+
+# --- G8 -------------------------------------------------------------------------------------
+
+
+async def retry_waits(settings: Settings, deliveries: int, port: int) -> list[tuple[float, float]]:
+    """Three attempts of each delivery to a receiver that fails the first two: the measured
+    gaps between the attempts' arrivals (seconds)."""
+    async with receiver(0.0, port) as rx:
+        services = bench_services(settings)
+        worker = bench_worker(services, rx)
+        org_id = await new_org(services.engine, "Bench Hooks G8")
+        await subscribe(services, org_id, [rx.url("/g8/fail2")])
+        await worker.start()
+        try:
+            async with services.engine.begin() as conn:
+                for seq in range(deliveries):
+                    await record(conn, org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
+            await drained(services.engine, org_id, 45, 0.1)
+            log = await rx.log()
+        finally:
+            await worker.stop()
+            await services.close()
+    by_delivery: dict[str, list[float]] = {}
+    for arrived, _, delivery, _ in log:
+        by_delivery.setdefault(delivery, []).append(arrived)
+    gaps = []
+    for times in by_delivery.values():
+        times.sort()
+        if len(times) >= 3:
+            gaps.append((times[1] - times[0], times[2] - times[1]))
+    return gaps
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
+
+
+def summary(values: list[float]) -> str:
+    if not values:
+        return "no samples"
+    return (
+        f"p50 {statistics.median(values):.1f} ms, p99 {percentile(values, 0.99):.1f} ms "
+        f"(n={len(values)})"
+    )
+
+
+Runner = Callable[[], Any]
