@@ -390,6 +390,7 @@ async def test_every_line_of_a_normal_feed_is_at_most_75_octets(
         "SUMMARY:x" + "✈" * 40,  # 3-octet characters
         "SUMMARY:" + "a" * 66 + "🛩" * 5,  # 4-octet characters, boundary inside the 1st
     ],
+    ids=["2-octet", "3-octet", "4-octet"],
 )
 def test_folding_never_splits_a_utf8_sequence(text: str) -> None:
     folded = calendar.fold(text).encode()
