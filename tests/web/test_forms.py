@@ -3,6 +3,7 @@ messages in plain words, and that no shown-once secret ever travels in a URL."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import httpx
@@ -142,9 +143,15 @@ async def test_the_sign_in_form_needs_its_own_token(client: httpx.AsyncClient, o
 
 
 async def test_create_shows_the_key_once_and_it_works_as_shown(
-    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, locations: list[str]
+    admin: httpx.AsyncClient,
+    client: httpx.AsyncClient,
+    org: Org,
+    locations: list[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     _, key = await create_key(admin, org, "read:aircraft", "read:reservations")
+    assert key not in caplog.text
     assert is_well_formed(key)
     assert (
         await client.get(AIRCRAFT, headers={"Authorization": f"Bearer {key}"})

@@ -128,6 +128,9 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
     assert first.findtext("link") == "https://hangar.example/changelog#v1.1.0"
     assert first.find("guid") is not None
     parsedate_to_datetime(first.findtext("pubDate") or "")  # RFC 822 date, or it raises
+    description = first.findtext("description") or ""
+    assert 'href="https://hangar.example/docs"' in description
+    assert 'href="/' not in description
     for item in items:
         assert item.findtext("title") or item.findtext("description")
 

@@ -103,8 +103,11 @@ def rss(log: Changelog, public_url: str) -> bytes:
         ET.SubElement(item, "pubDate").text = format_datetime(
             datetime.combine(entry.released, time(), UTC)
         )
-        # HTML inside <description> is sent as escaped text, as RSS readers expect.
-        ET.SubElement(item, "description").text = entry.html
+        # HTML inside <description> is sent as escaped text, as RSS readers expect; links
+        # are made absolute, since a reader has no page to resolve them against.
+        ET.SubElement(item, "description").text = entry.html.replace(
+            'href="/', f'href="{public_url.rstrip("/")}/'
+        )
     return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
