@@ -7,6 +7,7 @@ TEXT values are escaped. Tests read the output back with the `icalendar` parser.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +20,12 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+_SPECIAL = re.compile(r"[\\;,\r\n]")
+
+
 def escape_text(value: str) -> str:
+    if _SPECIAL.search(value) is None:
+        return value
     return (
         value.replace("\\", "\\\\")
         .replace(";", "\\;")
@@ -32,6 +38,8 @@ def escape_text(value: str) -> str:
 
 def fold(line: str) -> str:
     """One content line, folded so that no physical line exceeds 75 octets."""
+    if len(line) <= _FOLD_AT and line.isascii():
+        return line + "\r\n"
     raw = line.encode()
     if len(raw) <= _FOLD_AT:
         return line + "\r\n"
@@ -54,6 +62,17 @@ def summary(row: Mapping[str, Any]) -> str:
 
 def feed(rows: Iterable[Mapping[str, Any]], *, domain: str, now: datetime) -> bytes:
     stamp = _utc(now)
+    uid_suffix = "@" + escape_text(domain)
+    # Many reservations share a start or an end (bookings are on the hour): format each
+    # instant once.
+    instants: dict[datetime, str] = {}
+
+    def utc(moment: datetime) -> str:
+        text = instants.get(moment)
+        if text is None:
+            text = instants[moment] = _utc(moment)
+        return text
+
     out = [
         "BEGIN:VCALENDAR\r\n",
         "VERSION:2.0\r\n",
@@ -63,15 +82,15 @@ def feed(rows: Iterable[Mapping[str, Any]], *, domain: str, now: datetime) -> by
         "X-WR-CALNAME:Reservations\r\n",
     ]
     for row in rows:
-        out += [
-            "BEGIN:VEVENT\r\n",
-            fold(f"UID:svc-resv-{row['id']}@{escape_text(domain)}"),
-            f"DTSTAMP:{stamp}\r\n",
-            f"DTSTART:{_utc(row['start_time'])}\r\n",
-            f"DTEND:{_utc(row['end_time'])}\r\n",
-            fold("SUMMARY:" + escape_text(summary(row))),
-            f"STATUS:{str(row['status']).upper()}\r\n",
-            "END:VEVENT\r\n",
-        ]
+        out.append(
+            "BEGIN:VEVENT\r\n"
+            + fold(f"UID:svc-resv-{row['id']}{uid_suffix}")
+            + f"DTSTAMP:{stamp}\r\n"
+            f"DTSTART:{utc(row['start_time'])}\r\n"
+            f"DTEND:{utc(row['end_time'])}\r\n"
+            + fold("SUMMARY:" + escape_text(summary(row)))
+            + f"STATUS:{str(row['status']).upper()}\r\n"
+            "END:VEVENT\r\n"
+        )
     out.append("END:VCALENDAR\r\n")
     return "".join(out).encode()
