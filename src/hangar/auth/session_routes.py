@@ -20,7 +20,7 @@ router = APIRouter(include_in_schema=False)
 
 # Failed attempts per email, in a fixed window: slows guessing, and the lockout it allows
 # anyone to cause ends with the window.
-SIGN_IN_LIMITS = (Limit(10, 900, "10 sign-in attempts per 15 minutes"),)
+SIGN_IN_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes"),)
 
 
 class Credentials(RequestBody):

@@ -6,6 +6,8 @@ module while it is itself being imported.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -25,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from hangar.clock import SystemClock
 from hangar.config import Settings
 from hangar.errors import ApiError
-from hangar.seed.demo import DemoAccess, instructions, prepare_demo
+from hangar.seed.demo import DemoAccess, curl_base, instructions, prepare_demo
 from hangar.seed.seeding import Sizes, seed_org
 
 DEFAULT = Sizes()
@@ -104,6 +106,9 @@ def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
     from hangar import cli
 
     current = cli.migrated_settings()
+    if not os.environ.get("HANGAR_PUBLIC_URL"):
+        # Links in the screens (feed URLs, docs) should point where this demo listens.
+        current = dataclasses.replace(current, public_url=curl_base(host, port))
     with bars() as progress:
 
         async def work(conn: Any) -> DemoAccess:

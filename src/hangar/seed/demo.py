@@ -16,7 +16,6 @@ from hangar.auth.commands import issue_key
 from hangar.auth.keys import SCOPES
 from hangar.auth.models import ApiKey
 from hangar.auth.passwords import hash_password
-from hangar.config import DEFAULT_PUBLIC_URL
 from hangar.orgs.commands import add_member, create_org
 from hangar.orgs.models import Membership, Organization, Role, User
 from hangar.seed.seeding import Progress, Sizes, seed_org
@@ -116,9 +115,6 @@ def curl_base(host: str, port: int) -> str:
 
 def instructions(access: DemoAccess, public_url: str, host: str, port: int) -> str:
     verb = "Created" if access.created else "Reusing"
-    if public_url == DEFAULT_PUBLIC_URL:
-        # Not configured: point at where this server actually listens.
-        public_url = curl_base(host, port)
     curl = (
         f'curl -H "Authorization: Bearer {access.key}" '
         f"{curl_base(host, port)}/api/v1/external/aircraft"
