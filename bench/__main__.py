@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -67,6 +68,7 @@ def server(mode: str, env: dict[str, str], logdir: Path) -> Iterator[str]:
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
+    PIDS[base] = proc.pid
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -89,6 +91,36 @@ def server(mode: str, env: dict[str, str], logdir: Path) -> Iterator[str]:
             proc.kill()
             proc.wait()
         logfile.close()
+
+
+PIDS: dict[str, int] = {}
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def walk(base: str, key: str) -> tuple[int, int, float]:
+    """Every page of /reservations?limit=500, by cursor: (rows, pages, seconds)."""
+    url = f"{base}{API}/reservations"
+    params: dict[str, Any] = {"limit": 500}
+    rows = pages = 0
+    started = time.monotonic()
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        for _ in range(100_000):  # bounded: far more pages than any bench org has
+            response = client.get(url, params=params)
+            response.raise_for_status()
+            body = response.json()
+            rows += len(body["items"])
+            pages += 1
+            if body["next_cursor"] is None:
+                break
+            params["after"] = body["next_cursor"]
+    return rows, pages, time.monotonic() - started
 
 
 def fmt(side: load.Side) -> str:
@@ -218,6 +250,36 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
             ratio_goal=0.70,
             goal=">= 0.70x",
         )
+        log(f"G9: walking every page of the {n}-row organization")
+        try:
+            before = peak_rss_mb(PIDS[hangar])
+            rows, pages, seconds = walk(hangar, data.key)
+            peak = peak_rss_mb(PIDS[hangar])
+            run.add(
+                Row(
+                    "G9",
+                    f"server peak RSS walking the whole {n}-row organization "
+                    f"({rows:,} rows, {pages:,} pages of 500 in {seconds:.0f} s), {label}",
+                    f"{peak:.0f} MB (peak before the walk {before:.0f} MB)",
+                    "-",
+                    None,
+                    "<= 250 MB",
+                    peak <= 250,
+                )
+            )
+        except Exception as exc:
+            run.add(
+                Row(
+                    "G9",
+                    f"server RSS walk, {label}",
+                    "-",
+                    "-",
+                    None,
+                    "<= 250 MB",
+                    None,
+                    f"failed: {exc!r}",
+                )
+            )
 
 
 def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
@@ -420,9 +482,17 @@ def main(argv: list[str] | None = None) -> int:
 
     text = table(run.rows)
     print(text)
-    print(f"\nmachine: {machine()}; {time.monotonic() - started:.0f} s; logs in {logdir}")
+    elapsed = time.monotonic() - started
+    print(f"\nmachine: {machine()}; {elapsed:.0f} s; logs in {logdir}")
     if args.write:
-        Path(args.write).write_text(text + "\n")
+        command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
+        Path(args.write).write_text(
+            f"<!-- written by `{command.strip()}` on "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} -->\n"
+            f"Machine: {machine()}. Load: {'wrk' if load.WRK else 'bench/pyload.py'}, "
+            f"{args.connections} connections, {args.rounds} interleaved rounds of "
+            f"{args.seconds} s per side; {elapsed:.0f} s in all.\n\n{text}\n"
+        )
     return 0
 
 
