@@ -287,9 +287,10 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     import asyncio
 
     from bench import webhooks
-    from bench.setup import SECRET
+    from bench.setup import SECRET, hangar, hangar_env
     from hangar.config import Settings
 
+    hangar(hangar_env(database_url, None), "db", "upgrade")
     settings = Settings(database_url=database_url, secret_key=SECRET)
     if g6:
         events = 50 if quick else 1000
