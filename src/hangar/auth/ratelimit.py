@@ -7,11 +7,16 @@ client refused by the minute limit does not burn its hour budget.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger("hangar")
 
 
 @dataclass(frozen=True)
@@ -89,28 +94,75 @@ return 0
 
 
 class RedisRateLimiter:
-    """Shared by every process that serves the API."""
+    """Shared by every process that serves the API.
 
-    def __init__(self, redis: Redis, prefix: str) -> None:
+    When Redis cannot be reached, or does not answer within `timeout` seconds, the limits
+    are still enforced, by in-process counters: per process rather than shared, so the API
+    keeps answering instead of failing every request. After a failure Redis is tried again
+    `recheck` later (by the clock the caller passes in), not on every request, so an outage
+    does not cost each request a connection attempt. /api/health reports Redis as down.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        prefix: str,
+        *,
+        timeout: float = 0.5,
+        recheck: timedelta = timedelta(seconds=5),
+    ) -> None:
         self._redis = redis
         self._prefix = prefix
         self._script = redis.register_script(_HIT_SCRIPT)
+        self._timeout = timeout
+        self._recheck = recheck
+        self._fallback = MemoryRateLimiter()
+        self._down_until: datetime | None = None
 
     def _keys(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> list[str]:
         return [f"{self._prefix}:rl:{subject}:{lim.seconds}:{_window(lim, now)}" for lim in limits]
 
+    def _redis_down(self, now: datetime) -> bool:
+        return self._down_until is not None and now < self._down_until
+
+    def _failed(self, exc: Exception, now: datetime) -> None:
+        if self._down_until is None:
+            log.warning("rate limits: Redis unreachable (%r); counting in-process", exc)
+        self._down_until = now + self._recheck
+
+    def _answered(self) -> None:
+        if self._down_until is not None:
+            log.warning("rate limits: Redis answers again; counting in Redis")
+            self._down_until = None
+
     async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
+        if self._redis_down(now):
+            return await self._fallback.hit(subject, limits, now)
         keys = self._keys(subject, limits, now)
         args: list[int] = []
         for limit in limits:
             args += [limit.count, limit.seconds + 60]
-        refused = int(await self._script(keys=keys, args=args))
+        try:
+            async with asyncio.timeout(self._timeout):
+                refused = int(await self._script(keys=keys, args=args))
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._failed(exc, now)
+            return await self._fallback.hit(subject, limits, now)
+        self._answered()
         return limits[refused - 1] if refused else None
 
     async def exceeded(
         self, subject: str, limits: tuple[Limit, ...], now: datetime
     ) -> Limit | None:
-        used = await self._redis.mget(self._keys(subject, limits, now))
+        if self._redis_down(now):
+            return await self._fallback.exceeded(subject, limits, now)
+        try:
+            async with asyncio.timeout(self._timeout):
+                used = await self._redis.mget(self._keys(subject, limits, now))
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._failed(exc, now)
+            return await self._fallback.exceeded(subject, limits, now)
+        self._answered()
         for limit, count in zip(limits, used, strict=True):
             if count is not None and int(count) >= limit.count:
                 return limit
