@@ -169,3 +169,11 @@ async def test_describes_only_the_public_api(doc: dict[str, Any]) -> None:
 async def test_the_feed_returns_a_calendar(doc: dict[str, Any]) -> None:
     ok = doc["paths"][f"{P}/reservations.ics"]["get"]["responses"]["200"]
     assert set(ok["content"]) == {"text/calendar"}
+
+
+async def test_error_statuses_are_declared(doc: dict[str, Any]) -> None:
+    for path, item in doc["paths"].items():
+        declared = set(item["get"]["responses"])
+        assert {"401", "403", "422", "429", "503"} <= declared, path
+        # Only the paginated operation can refuse a cursor.
+        assert ("400" in declared) == path.endswith("/reservations"), path

@@ -43,6 +43,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorBody, "description": "The key lacks this operation's scope"},
     422: {"model": ValidationErrorBody, "description": "Invalid query parameters"},
     429: {"model": ErrorBody, "description": "Per-key limit of 60/min or 1000/hour reached"},
+    503: {"model": ErrorBody, "description": "A datastore is unreachable for now; retry later"},
+}
+_CURSOR_ERROR: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "INVALID_CURSOR: `after` is not from these results"},
 }
 
 
@@ -67,11 +71,18 @@ def key_for(scope: str, *, from_query: bool = False) -> Any:
     return Depends(dependency)
 
 
-def _doc(scope: str, model: Any, summary: str, *, query_key: bool = False) -> dict[str, Any]:
+def _doc(
+    scope: str,
+    model: Any,
+    summary: str,
+    *,
+    query_key: bool = False,
+    errors: dict[int | str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     scheme = "calendarToken" if query_key else "bearerAuth"
     return {
         "summary": summary,
-        "responses": {200: {"model": model}, **_ERRORS},
+        "responses": {200: {"model": model}, **(errors or {}), **_ERRORS},
         "openapi_extra": {"security": [{scheme: [scope]}], "x-required-scope": scope},
         "response_class": Response,
     }
@@ -89,7 +100,10 @@ def _canonical(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).isoformat()
 
 
-@router.get("/reservations", **_doc("read:reservations", ReservationPage, "List reservations"))
+@router.get(
+    "/reservations",
+    **_doc("read:reservations", ReservationPage, "List reservations", errors=_CURSOR_ERROR),
+)
 async def list_reservations(
     request: Request,
     key: Annotated[KeyContext, key_for("read:reservations")],
