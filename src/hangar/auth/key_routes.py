@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from pydantic import Field
@@ -50,18 +50,45 @@ async def list_keys(request: Request, actor: Admin) -> Response:
         return json_response(await keys.list_keys(conn, actor.org_id, services.clock.now()))
 
 
-@router.post("", status_code=201)
-async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
-    services = _services(request)
+# Each action once, for this API and the Org Settings screens alike.
+
+
+async def create(
+    services: Services, org_id: uuid.UUID, by: uuid.UUID, body: NewKey
+) -> dict[str, Any]:
     async with services.engine.begin() as conn:
-        created = await keys.create_key(
+        return await keys.create_key(
             conn,
-            actor.org_id,
+            org_id,
             name=body.name,
             scopes=body.scopes or [],
-            created_by=actor.user_id,
+            created_by=by,
             now=services.clock.now(),
         )
+
+
+async def rotate(
+    services: Services, org_id: uuid.UUID, by: uuid.UUID, key_id: uuid.UUID, body: Rotation
+) -> dict[str, Any]:
+    async with services.engine.begin() as conn:
+        return await keys.rotate_key(
+            conn,
+            org_id,
+            key_id,
+            grace_hours=body.grace_hours,
+            rotated_by=by,
+            now=services.clock.now(),
+        )
+
+
+async def revoke(services: Services, org_id: uuid.UUID, key_id: uuid.UUID) -> dict[str, Any]:
+    async with services.engine.begin() as conn:
+        return await keys.revoke_key(conn, org_id, key_id, services.clock.now())
+
+
+@router.post("", status_code=201)
+async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
+    created = await create(_services(request), actor.org_id, actor.user_id, body)
     return json_response(created, 201)
 
 
@@ -69,28 +96,11 @@ async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
 async def rotate_key(
     request: Request, actor: Admin, key_id: str, body: Rotation | None = None
 ) -> Response:
-    services = _services(request)
-    grace = (body or Rotation()).grace_hours
-    async with services.engine.begin() as conn:
-        rotated = await keys.rotate_key(
-            conn,
-            actor.org_id,
-            _key_id(key_id),
-            grace_hours=grace,
-            rotated_by=actor.user_id,
-            now=services.clock.now(),
-        )
+    services, grace = _services(request), body or Rotation()
+    rotated = await rotate(services, actor.org_id, actor.user_id, _key_id(key_id), grace)
     return json_response(rotated, 201)
 
 
 @router.post("/{key_id}/revoke")
 async def revoke_key(request: Request, actor: Admin, key_id: str) -> Response:
-    services = _services(request)
-    async with services.engine.begin() as conn:
-        revoked = await keys.revoke_key(
-            conn,
-            actor.org_id,
-            _key_id(key_id),
-            services.clock.now(),
-        )
-    return json_response(revoked)
+    return json_response(await revoke(_services(request), actor.org_id, _key_id(key_id)))

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.auth import key_management
+from hangar.auth import key_routes as actions
 from hangar.auth.key_routes import NewKey, Rotation
 from hangar.auth.keys import SCOPES
 from hangar.errors import ApiError
@@ -116,17 +117,8 @@ async def create_key(request: Request, org_id: str) -> Response:
     body, errors = parse(NewKey, {"name": name, "scopes": chosen})
     if body is None:
         return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
-    services = services_of(request)
     try:
-        async with services.engine.begin() as conn:
-            created = await key_management.create_key(
-                conn,
-                admin.org_id,
-                name=body.name,
-                scopes=body.scopes or [],
-                created_by=admin.user_id,
-                now=services.clock.now(),
-            )
+        created = await actions.create(services_of(request), admin.org_id, admin.user_id, body)
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -182,16 +174,9 @@ async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
         key = await _one(request, admin, key_id)
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        rotated = await key_management.rotate_key(
-            conn,
-            admin.org_id,
-            _key_id(key_id),
-            grace_hours=body.grace_hours,
-            rotated_by=admin.user_id,
-            now=services.clock.now(),
-        )
+    rotated = await actions.rotate(
+        services_of(request), admin.org_id, admin.user_id, _key_id(key_id), body
+    )
     return _shown_once(request, admin, rotated["new"], old=rotated["old"], section="keys")
 
 
@@ -206,7 +191,5 @@ async def revoke_form(request: Request, org_id: str, key_id: str) -> Response:
 async def revoke_key(request: Request, org_id: str, key_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        await key_management.revoke_key(conn, admin.org_id, _key_id(key_id), services.clock.now())
+    await actions.revoke(services_of(request), admin.org_id, _key_id(key_id))
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

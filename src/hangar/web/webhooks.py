@@ -19,9 +19,10 @@ from hangar.web.access import Admin, admin_of, checked_form, services_of, text, 
 from hangar.web.events import EVENTS
 from hangar.web.forms import field_error, parse
 from hangar.web.pages import PageRoute, redirect, render
+from hangar.webhooks import routes as actions
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
-from hangar.webhooks.routes import NewSubscription, SubscriptionEdit, fire_test
+from hangar.webhooks.routes import NewSubscription, SubscriptionEdit
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 
@@ -111,19 +112,8 @@ async def create(request: Request, org_id: str) -> Response:
     body, errors = parse(NewSubscription, values)
     if body is None:
         return _form(request, admin, status=422, values=values, errors=errors)
-    services = services_of(request)
     try:
-        async with services.engine.begin() as conn:
-            created = await subs.create_subscription(
-                conn,
-                admin.org_id,
-                name=body.name,
-                url=body.url,
-                events=body.events,
-                box=services.secret_box,
-                resolver=services.resolver,
-                now=services.clock.now(),
-            )
+        created = await actions.create(services_of(request), admin.org_id, body)
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -151,19 +141,8 @@ async def edit(request: Request, org_id: str, sub_id: str) -> Response:
     body, errors = parse(SubscriptionEdit, values)
     if body is None:
         return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
-    services = services_of(request)
     try:
-        async with services.engine.begin() as conn:
-            await subs.edit_subscription(
-                conn,
-                admin.org_id,
-                _sub_id(sub_id),
-                name=body.name,
-                url=body.url,
-                events=body.events,
-                resolver=services.resolver,
-                now=services.clock.now(),
-            )
+        await actions.edit(services_of(request), admin.org_id, _sub_id(sub_id), body)
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -183,9 +162,7 @@ async def delete_form(request: Request, org_id: str, sub_id: str) -> Response:
 async def delete(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        await subs.delete_subscription(conn, admin.org_id, _sub_id(sub_id), services.clock.now())
+    await actions.delete(services_of(request), admin.org_id, _sub_id(sub_id))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
@@ -193,9 +170,7 @@ async def delete(request: Request, org_id: str, sub_id: str) -> Response:
 async def enable(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        await subs.enable_subscription(conn, admin.org_id, _sub_id(sub_id), services.clock.now())
+    await actions.enable(services_of(request), admin.org_id, _sub_id(sub_id))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
@@ -204,7 +179,7 @@ async def test(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
     target = _sub_id(sub_id)
-    await fire_test(services_of(request), admin.org_id, target)
+    await actions.fire_test(services_of(request), admin.org_id, target)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
 

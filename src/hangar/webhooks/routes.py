@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import Field
@@ -55,13 +55,15 @@ async def list_subscriptions(request: Request, actor: Admin) -> Response:
         return json_response(await subs.list_subscriptions(conn, actor.org_id))
 
 
-@router.post("", status_code=201)
-async def create_subscription(request: Request, actor: Admin, body: NewSubscription) -> Response:
-    services = _services(request)
+# Each action once, for this API and the Org Settings screens alike (one implementation,
+# two presentations): validation, scoping and the transaction live here, not in either.
+
+
+async def create(services: Services, org_id: uuid.UUID, body: NewSubscription) -> dict[str, Any]:
     async with services.engine.begin() as conn:
-        created = await subs.create_subscription(
+        return await subs.create_subscription(
             conn,
-            actor.org_id,
+            org_id,
             name=body.name,
             url=body.url,
             events=body.events,
@@ -69,7 +71,37 @@ async def create_subscription(request: Request, actor: Admin, body: NewSubscript
             resolver=services.resolver,
             now=services.clock.now(),
         )
-    return json_response(created, 201)
+
+
+async def edit(
+    services: Services, org_id: uuid.UUID, sub_id: uuid.UUID, body: SubscriptionEdit
+) -> dict[str, Any]:
+    async with services.engine.begin() as conn:
+        return await subs.edit_subscription(
+            conn,
+            org_id,
+            sub_id,
+            name=body.name,
+            url=body.url,
+            events=body.events,
+            resolver=services.resolver,
+            now=services.clock.now(),
+        )
+
+
+async def delete(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> None:
+    async with services.engine.begin() as conn:
+        await subs.delete_subscription(conn, org_id, sub_id, services.clock.now())
+
+
+async def enable(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> dict[str, Any]:
+    async with services.engine.begin() as conn:
+        return await subs.enable_subscription(conn, org_id, sub_id, services.clock.now())
+
+
+@router.post("", status_code=201)
+async def create_subscription(request: Request, actor: Admin, body: NewSubscription) -> Response:
+    return json_response(await create(_services(request), actor.org_id, body), 201)
 
 
 @router.get("/{sub_id}")
@@ -82,37 +114,18 @@ async def get_subscription(request: Request, actor: Admin, sub_id: str) -> Respo
 async def edit_subscription(
     request: Request, actor: Admin, sub_id: str, body: SubscriptionEdit
 ) -> Response:
-    services = _services(request)
-    async with services.engine.begin() as conn:
-        edited = await subs.edit_subscription(
-            conn,
-            actor.org_id,
-            _sub_id(sub_id),
-            name=body.name,
-            url=body.url,
-            events=body.events,
-            resolver=services.resolver,
-            now=services.clock.now(),
-        )
-    return json_response(edited)
+    return json_response(await edit(_services(request), actor.org_id, _sub_id(sub_id), body))
 
 
 @router.delete("/{sub_id}", status_code=204)
 async def delete_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    services = _services(request)
-    async with services.engine.begin() as conn:
-        await subs.delete_subscription(conn, actor.org_id, _sub_id(sub_id), services.clock.now())
+    await delete(_services(request), actor.org_id, _sub_id(sub_id))
     return Response(status_code=204)
 
 
 @router.post("/{sub_id}/enable")
 async def enable_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    services = _services(request)
-    async with services.engine.begin() as conn:
-        enabled = await subs.enable_subscription(
-            conn, actor.org_id, _sub_id(sub_id), services.clock.now()
-        )
-    return json_response(enabled)
+    return json_response(await enable(_services(request), actor.org_id, _sub_id(sub_id)))
 
 
 async def fire_test(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> uuid.UUID:
