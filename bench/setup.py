@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -204,8 +205,9 @@ def prepare(
     return Dataset(database_url, env, org_id, key, sizes.reservations, seconds, seeded_now)
 
 
-def cursor_at_depth(data: Dataset, depth: int) -> str:
-    """The `after` that a client walking page by page would hold `depth` rows in."""
+def cursor_at_depth(data: Dataset, depth: int) -> tuple[str, datetime]:
+    """The `after` that a client walking page by page would hold `depth` rows in, and the
+    start time of the row it points at."""
 
     async def position() -> cursor.Position:
         engine = make_engine(data.database_url, pool_size=1)
@@ -229,4 +231,6 @@ def cursor_at_depth(data: Dataset, depth: int) -> str:
             await engine.dispose()
 
     key = derive_key(SECRET, "cursor")
-    return cursor.encode(key, data.org_id, "||||", asyncio.run(position()))
+    at = asyncio.run(position())
+    assert at.start_time is not None
+    return cursor.encode(key, data.org_id, "||||", at), at.start_time

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Select, event
+from sqlalchemy import Dialect, Select, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql import sqltypes
 
@@ -82,15 +84,28 @@ def _plain(column_type: Any) -> bool:
     return isinstance(column_type, _PLAIN_TYPES)
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]  # the parameters, in the order the SQL takes them
+    fixed: dict[str, Any]  # values fixed when the statement was built (a constant LIMIT)
+    binds: tuple[Callable[[Any], Any] | None, ...]  # per parameter (SQLite only)
+    results: tuple[Callable[[Any], Any] | None, ...]  # per column (SQLite only)
+
+
 class Read:
     """A SELECT built once, with named bound parameters, and run as rows of plain dicts.
 
-    On PostgreSQL, when every selected column is of a type asyncpg already decodes to the
-    value SQLAlchemy would return (UUIDs, aware UTC datetimes, text, numbers, booleans,
-    dates) or is JSON (decoded here, as SQLAlchemy would), the SQL is compiled once and run
-    on the asyncpg connection directly: the same SQL, without SQLAlchemy's per-statement and
-    per-row work, which on a 500-row page costs more than the query. Anywhere else it runs
-    through SQLAlchemy as usual.
+    The SQL is compiled once per dialect and run on the driver's connection directly: the
+    same SQL, without SQLAlchemy's per-execution work, which on a 500-row page costs more
+    than the query.
+
+    - PostgreSQL: when every column is of a type asyncpg already decodes to the value
+      SQLAlchemy would return (UUIDs, aware UTC datetimes, text, numbers, booleans, dates),
+      or is JSON (decoded here, as SQLAlchemy would), rows are taken as asyncpg gives them.
+    - SQLite: parameters and values go through the column types' own bind and result
+      processors, as SQLAlchemy would apply them, in one thread hop of aiosqlite.
+    - Otherwise it runs through SQLAlchemy as usual.
     """
 
     def __init__(self, stmt: Select[*tuple[Any, ...]]) -> None:
@@ -98,28 +113,68 @@ class Read:
         self.keys: tuple[str, ...] = tuple(str(column.key) for column in stmt.selected_columns)
         columns = list(stmt.selected_columns)
         self._json = tuple(i for i, c in enumerate(columns) if isinstance(c.type, sqltypes.JSON))
-        self._direct = all(i in self._json or _plain(c.type) for i, c in enumerate(columns))
-        self._compiled: tuple[str, tuple[str, ...], dict[str, Any]] | None = None
+        self._pg_direct = all(i in self._json or _plain(c.type) for i, c in enumerate(columns))
+        self._compiled: dict[str, _Compiled] = {}
+
+    def _compile(self, dialect: Dialect) -> _Compiled:
+        found = self._compiled.get(dialect.name)
+        if found is not None:
+            return found
+        compiled = self.stmt.compile(dialect=dialect)
+        names = tuple(compiled.positiontup or ())
+        binds: tuple[Callable[[Any], Any] | None, ...] = ()
+        results: tuple[Callable[[Any], Any] | None, ...] = ()
+        if dialect.name == "sqlite":
+            binds = tuple(
+                compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+                for name in names
+            )
+            results = tuple(
+                column.type.dialect_impl(dialect).result_processor(dialect, None)
+                for column in self.stmt.selected_columns
+            )
+        found = _Compiled(compiled.string, names, dict(compiled.params), binds, results)
+        self._compiled[dialect.name] = found
+        return found
+
+    def _args(self, compiled: _Compiled, params: dict[str, Any]) -> list[Any]:
+        return [params[name] if name in params else compiled.fixed[name] for name in compiled.names]
 
     async def rows(self, conn: AsyncConnection, params: dict[str, Any]) -> list[dict[str, Any]]:
         keys = self.keys
-        if not self._direct or conn.dialect.name != "postgresql":
-            result = await conn.execute(self.stmt, params)
-            return [dict(zip(keys, row, strict=True)) for row in result]
-        if self._compiled is None:
-            compiled = self.stmt.compile(dialect=conn.dialect)
-            # Values fixed when the statement was built (e.g. a constant LIMIT) come along.
-            self._compiled = (compiled.string, tuple(compiled.positiontup or ()), compiled.params)
-        sql, names, fixed = self._compiled
-        args = [params[name] if name in params else fixed[name] for name in names]
-        raw = await conn.get_raw_connection()
-        records = await raw.driver_connection.fetch(sql, *args)  # type: ignore[union-attr]
-        if not self._json:
-            return [dict(zip(keys, record, strict=True)) for record in records]
-        rows = [dict(zip(keys, record, strict=True)) for record in records]
-        for row in rows:
-            for i in self._json:
-                value = row[keys[i]]
-                if isinstance(value, str | bytes):
-                    row[keys[i]] = orjson.loads(value)
-        return rows
+        dialect = conn.dialect.name
+        if dialect == "postgresql" and self._pg_direct:
+            compiled = self._compile(conn.dialect)
+            raw = await conn.get_raw_connection()
+            records = await raw.driver_connection.fetch(  # type: ignore[union-attr]
+                compiled.sql, *self._args(compiled, params)
+            )
+            rows = [dict(zip(keys, record, strict=True)) for record in records]
+            for row in rows if self._json else ():
+                for i in self._json:
+                    value = row[keys[i]]
+                    if isinstance(value, str | bytes):
+                        row[keys[i]] = orjson.loads(value)
+            return rows
+        if dialect == "sqlite":
+            compiled = self._compile(conn.dialect)
+            args = [
+                value if bind is None or value is None else bind(value)
+                for value, bind in zip(self._args(compiled, params), compiled.binds, strict=True)
+            ]
+            raw = await conn.get_raw_connection()
+            fetched = await raw.driver_connection.execute_fetchall(  # type: ignore[union-attr]
+                compiled.sql, args
+            )
+            results = compiled.results
+            if not any(results):
+                return [dict(zip(keys, row, strict=True)) for row in fetched]
+            return [
+                {
+                    key: value if process is None else process(value)
+                    for key, value, process in zip(keys, row, results, strict=True)
+                }
+                for row in fetched
+            ]
+        result = await conn.execute(self.stmt, params)
+        return [dict(zip(keys, row, strict=True)) for row in result]
