@@ -174,7 +174,8 @@ class Runner:
         if side_a.errors or side_b.errors:
             met = False
             note = (note + "; " if note else "") + "errors under load"
-        row = Row(goal_id, what, fmt(side_a), fmt(side_b), ratio, goal, met, note)
+        shown: bool | None = met if ratio_goal else None  # a contrast has no goal
+        row = Row(goal_id, what, fmt(side_a), fmt(side_b), ratio, goal, shown, note)
         self.rows.append(row)
         log(f"  A {row.a}\n  B {row.b}\n  ratio {ratio:.2f} {note}")
 
