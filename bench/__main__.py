@@ -309,7 +309,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     hangar(hangar_env(database_url, None), "db", "upgrade")
     settings = Settings(database_url=database_url, secret_key=SECRET)
     if g6:
-        events = 50 if quick else 1000
+        events = 20 if quick else 1000
         log(f"G6: {events} events x 10 subscriptions, {label}")
         try:
             t = asyncio.run(webhooks.throughput(settings, events, 10, 100, free_port()))
