@@ -16,6 +16,7 @@ from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import Worker
 from tests.conftest import PG_URL
 from tests.factories import Org
+from tests.support import FakeClock
 from tests.webhooks.conftest import Receiver
 from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
 
@@ -113,3 +114,28 @@ async def test_a_lost_listen_connection_is_restored(
     finally:
         await worker.stop()
     assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]
+
+
+async def test_a_running_worker_retries_when_the_retry_is_due(
+    services: Services, org: Org, receiver: Receiver, sender: Sender, clock: FakeClock
+) -> None:
+    # While an attempt runs, its lease (60 s) is the soonest thing the sleeping loop knows
+    # of; the retry scheduled when the attempt fails, 2 s later, must wake it.
+    receiver.statuses = [500, 200]
+    sub_id = await subscribe(services, org, receiver.url())
+    worker = Worker(services, sender)
+    await worker.start()
+    try:
+        await fire(services, org)
+        started = time.monotonic()
+        while await deliveries(services.engine, sub_id) != [("pending", 1)]:
+            assert time.monotonic() - started < 5, "the first attempt never happened"
+            await asyncio.sleep(0.02)
+        clock.advance(seconds=2)  # the retry is due now (by the injected clock)
+        retried = time.monotonic()
+        while len(receiver.requests) < 2:
+            assert time.monotonic() - retried < 5, "the worker slept past the due retry"
+            await asyncio.sleep(0.02)
+    finally:
+        await worker.stop()
+    assert await deliveries(services.engine, sub_id) == [("succeeded", 2)]

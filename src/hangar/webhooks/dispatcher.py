@@ -83,6 +83,9 @@ class Dispatcher:
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            # Cleared before looking for work, so a kick that comes while we look (a new
+            # event, a retry just scheduled) still cuts the coming sleep short.
+            self._wake.clear()
             try:
                 claimed = await self.claim()
                 for delivery in claimed:
@@ -96,7 +99,6 @@ class Dispatcher:
             except Exception:
                 log.exception("dispatcher: claiming failed; retrying shortly")
                 wait = 5.0
-            self._wake.clear()
             sleepers = [
                 asyncio.ensure_future(self._wake.wait()),
                 asyncio.ensure_future(stop.wait()),
@@ -205,6 +207,7 @@ class Dispatcher:
     ) -> None:
         number = delivery.attempts_made + 1
         now = self._clock.now()
+        retry_scheduled = False
         async with self._engine.begin() as conn:
             if not await self._still_ours(conn, delivery, attempts_made=number):
                 return
@@ -234,10 +237,14 @@ class Dispatcher:
                     .where(Delivery.id == delivery.id)
                     .values(next_attempt_at=now + RETRY_WAITS[number - 1], lease_until=None)
                 )
+                retry_scheduled = True
             else:
                 await self._close(conn, delivery, "failed", now)
                 if counts:
                     await self._count_failure(conn, delivery.subscription_id, now)
+        if retry_scheduled:
+            # The loop may be asleep until a lease runs out; the retry is due sooner.
+            self.kick()
 
     async def _still_ours(
         self, conn: AsyncConnection, delivery: Claimed, *, attempts_made: int
