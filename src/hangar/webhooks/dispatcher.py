@@ -40,11 +40,18 @@ LEASE = timedelta(seconds=60)
 
 @dataclass(frozen=True)
 class Claimed:
+    """A leased delivery with everything its attempt needs, read in the claiming transaction."""
+
     id: uuid.UUID
     subscription_id: uuid.UUID
     event_name: str
     attempts_made: int
     lease_until: datetime
+    url: str
+    secret_encrypted: str
+    enabled: bool
+    deleted: bool
+    data: str
 
 
 def _due(now: datetime) -> Any:
@@ -145,18 +152,49 @@ class Dispatcher:
                 # A lease lost in a crash only makes the delivery claimable again at once,
                 # which at-least-once delivery allows: no need to wait for the WAL flush.
                 await conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
+            ids = (
+                await conn.scalars(
+                    update(Delivery)
+                    .where(Delivery.id.in_(due.scalar_subquery()))
+                    .values(lease_until=lease_until)
+                    .returning(Delivery.id)
+                )
+            ).all()
+            if not ids:
+                return []
+            # One read for the whole batch, not one per attempt.
             rows = await conn.execute(
-                update(Delivery)
-                .where(Delivery.id.in_(due.scalar_subquery()))
-                .values(lease_until=lease_until)
-                .returning(
+                select(
                     Delivery.id,
                     Delivery.subscription_id,
                     Delivery.event_name,
                     Delivery.attempts_made,
+                    Subscription.url,
+                    Subscription.secret_encrypted,
+                    Subscription.enabled,
+                    Subscription.deleted_at.is_not(None),
+                    Event.data,
                 )
+                .join(Event, Event.id == Delivery.event_id)
+                .join(Subscription, Subscription.id == Delivery.subscription_id)
+                .where(Delivery.id.in_(ids))
+                .order_by(Delivery.next_attempt_at)
             )
-            return [Claimed(*row, lease_until=lease_until) for row in rows]
+            return [
+                Claimed(
+                    id=row[0],
+                    subscription_id=row[1],
+                    event_name=row[2],
+                    attempts_made=row[3],
+                    lease_until=lease_until,
+                    url=row[4],
+                    secret_encrypted=row[5],
+                    enabled=row[6],
+                    deleted=row[7],
+                    data=row[8],
+                )
+                for row in rows
+            ]
 
     # --- one attempt ----------------------------------------------------------------
 
@@ -171,38 +209,22 @@ class Dispatcher:
                 self._slots.release()
 
     async def attempt(self, delivery: Claimed) -> None:
-        async with self._engine.connect() as conn:
-            row = (
-                await conn.execute(
-                    select(
-                        Subscription.url,
-                        Subscription.secret_encrypted,
-                        Subscription.enabled,
-                        Subscription.deleted_at,
-                        Event.data,
-                    )
-                    .select_from(Delivery)
-                    .join(Event, Event.id == Delivery.event_id)
-                    .join(Subscription, Subscription.id == Delivery.subscription_id)
-                    .where(Delivery.id == delivery.id)
-                )
-            ).one()
         is_test = delivery.event_name == TEST_PING
-        if row.deleted_at is not None or (not row.enabled and not is_test):
+        if delivery.deleted or (not delivery.enabled and not is_test):
             # Disabled: skipped, and never replayed when the subscription is enabled again.
             await self._finish(delivery, status="skipped")
             return
         started_at = self._clock.now()
         try:
-            secret = self._box.open(row.secret_encrypted)
+            secret = self._box.open(delivery.secret_encrypted)
         except SecretUnreadable:
             # A failed attempt, not an exception: left to its lease, it would loop forever.
             error = "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed?"
             result = AttemptResult(status_code=None, error=error, response_body=None, duration_ms=0)
         else:
-            body = envelope(delivery.event_name, started_at, row.data)
+            body = envelope(delivery.event_name, started_at, delivery.data)
             result = await self._sender.post(
-                row.url, headers(delivery.event_name, str(delivery.id), secret, body), body
+                delivery.url, headers(delivery.event_name, str(delivery.id), secret, body), body
             )
         await self._record(delivery, started_at, result, counts=not is_test)
 
