@@ -96,11 +96,13 @@ return 0
 class RedisRateLimiter:
     """Shared by every process that serves the API.
 
-    When Redis cannot be reached, or does not answer within `timeout` seconds, the limits
-    are still enforced, by in-process counters: per process rather than shared, so the API
-    keeps answering instead of failing every request. After a failure Redis is tried again
-    `recheck` later (by the clock the caller passes in), not on every request, so an outage
-    does not cost each request a connection attempt. /api/health reports Redis as down.
+    When Redis cannot be reached, or does not answer within `timeout` seconds (a bound for
+    a Redis that hangs, generous enough that a burst queued on a busy one never meets it),
+    the limits are still enforced, by in-process counters: per process rather than shared,
+    so the API keeps answering instead of failing every request. After a failure Redis is
+    tried again `recheck` later (by the clock the caller passes in), not on every request,
+    so an outage does not cost each request a connection attempt. /api/health reports Redis
+    as down.
     """
 
     def __init__(
@@ -108,7 +110,7 @@ class RedisRateLimiter:
         redis: Redis,
         prefix: str,
         *,
-        timeout: float = 0.5,
+        timeout: float = 3.0,
         recheck: timedelta = timedelta(seconds=5),
     ) -> None:
         self._redis = redis
