@@ -233,9 +233,15 @@ class Dispatcher:
     ) -> None:
         number = delivery.attempts_made + 1
         now = self._clock.now()
-        retry_scheduled = False
+        retry = not result.succeeded and number < MAX_ATTEMPTS
+        if result.succeeded:
+            outcome: dict[str, Any] = {"status": "succeeded", "completed_at": now}
+        elif retry:
+            outcome = {"next_attempt_at": now + RETRY_WAITS[number - 1]}
+        else:
+            outcome = {"status": "failed", "completed_at": now}
         async with self._engine.begin() as conn:
-            if not await self._still_ours(conn, delivery, attempts_made=number):
+            if not await self._settle(conn, delivery, attempts_made=number, **outcome):
                 return
             await conn.execute(
                 insert(Attempt).values(
@@ -249,33 +255,29 @@ class Dispatcher:
                     response_body=result.response_body,
                 )
             )
-            if result.succeeded:
-                await self._close(conn, delivery, "succeeded", now)
-                if counts:
-                    await conn.execute(
-                        update(Subscription)
-                        .where(Subscription.id == delivery.subscription_id)
-                        .values(consecutive_failures=0)
-                    )
-            elif number < MAX_ATTEMPTS:
+            if counts and result.succeeded:
+                # Only a subscription with failures to forget is written (and locked):
+                # concurrent successes to one receiver must not queue on its row.
                 await conn.execute(
-                    update(Delivery)
-                    .where(Delivery.id == delivery.id)
-                    .values(next_attempt_at=now + RETRY_WAITS[number - 1], lease_until=None)
+                    update(Subscription)
+                    .where(
+                        Subscription.id == delivery.subscription_id,
+                        Subscription.consecutive_failures != 0,
+                    )
+                    .values(consecutive_failures=0)
                 )
-                retry_scheduled = True
-            else:
-                await self._close(conn, delivery, "failed", now)
-                if counts:
-                    await self._count_failure(conn, delivery.subscription_id, now)
-        if retry_scheduled:
+            elif counts and not retry:
+                await self._count_failure(conn, delivery.subscription_id, now)
+        if retry:
             # The loop may be asleep until a lease runs out; the retry is due sooner.
             self.kick()
 
-    async def _still_ours(
-        self, conn: AsyncConnection, delivery: Claimed, *, attempts_made: int
-    ) -> bool:
-        """Takes the attempt for this worker, unless its lease was lost to another."""
+    async def _settle(self, conn: AsyncConnection, delivery: Claimed, **values: Any) -> bool:
+        """Writes the delivery's new state, unless its lease was lost to another worker.
+
+        The WHERE restates the lease this worker holds, so of two workers that both believe
+        they hold it, only one records anything.
+        """
         taken = await conn.execute(
             update(Delivery)
             .where(
@@ -283,23 +285,13 @@ class Dispatcher:
                 Delivery.status == "pending",
                 Delivery.lease_until == delivery.lease_until,
             )
-            .values(attempts_made=attempts_made)
+            .values(lease_until=None, **values)
         )
         return taken.rowcount == 1
 
-    async def _close(
-        self, conn: AsyncConnection, delivery: Claimed, status: str, now: datetime
-    ) -> None:
-        await conn.execute(
-            update(Delivery)
-            .where(Delivery.id == delivery.id)
-            .values(status=status, completed_at=now, lease_until=None)
-        )
-
     async def _finish(self, delivery: Claimed, *, status: str) -> None:
         async with self._engine.begin() as conn:
-            if await self._still_ours(conn, delivery, attempts_made=delivery.attempts_made):
-                await self._close(conn, delivery, status, self._clock.now())
+            await self._settle(conn, delivery, status=status, completed_at=self._clock.now())
 
     async def _count_failure(self, conn: AsyncConnection, sub_id: uuid.UUID, now: datetime) -> None:
         # One statement, so concurrent workers cannot lose a count or disable twice.
