@@ -37,6 +37,9 @@ async def health(request: Request) -> Response:
         except Exception:
             log.warning("health check: %s unreachable", name, exc_info=True)
             return error_response(
-                503, "UNAVAILABLE", f"The {name} cannot be reached", extra={"status": "unavailable"}
+                503,
+                "SERVICE_UNAVAILABLE",
+                f"The {name} cannot be reached",
+                extra={"status": "unavailable"},
             )
     return json_response({"status": "ok"})

@@ -44,7 +44,12 @@ def build_services(
     clock: Clock | None = None,
     engine: AsyncEngine | None = None,
 ) -> Services:
-    redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+    # Bounded waits: a Redis that hangs must not hold requests (the limiter falls back).
+    redis = (
+        Redis.from_url(settings.redis_url, socket_connect_timeout=2, socket_timeout=3)
+        if settings.redis_url
+        else None
+    )
     limiter: RateLimiter = (
         RedisRateLimiter(redis, settings.redis_prefix) if redis else MemoryRateLimiter()
     )
