@@ -62,6 +62,18 @@ def _due(now: datetime) -> Any:
     )
 
 
+async def _without_waiting_for_flush(conn: AsyncConnection) -> None:
+    """Commit this transaction without waiting for PostgreSQL's WAL flush.
+
+    Only for leases: a crash of the database can lose the last fraction of a second of them,
+    and each such delivery is then simply claimed again (at least once; receivers drop
+    duplicates by X-Service-Delivery). Attempt records keep full durability: measured, going
+    without the flush there bought nothing clear (G6 0.53x -> 0.48x, within noise).
+    """
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -148,10 +160,7 @@ class Dispatcher:
             .with_for_update(skip_locked=True)
         )
         async with self._engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # A lease lost in a crash only makes the delivery claimable again at once,
-                # which at-least-once delivery allows: no need to wait for the WAL flush.
-                await conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
+            await _without_waiting_for_flush(conn)
             ids = (
                 await conn.scalars(
                     update(Delivery)
