@@ -61,11 +61,8 @@ async def sign_in_or_refuse(
     return result
 
 
-@router.post("/api/session")
-async def sign_in(request: Request, credentials: Credentials) -> Response:
-    services: Services = request.app.state.services
-    token, signed_in = await sign_in_or_refuse(services, credentials.email, credentials.password)
-    response = await _body(services, signed_in)
+def set_session_cookie(response: Response, services: Services, token: str) -> None:
+    """The session cookie, for the JSON sign-in and the /login form alike."""
     response.set_cookie(
         sessions.COOKIE,
         token,
@@ -75,6 +72,14 @@ async def sign_in(request: Request, credentials: Credentials) -> Response:
         secure=services.settings.public_url.startswith("https://"),
         path="/",
     )
+
+
+@router.post("/api/session")
+async def sign_in(request: Request, credentials: Credentials) -> Response:
+    services: Services = request.app.state.services
+    token, signed_in = await sign_in_or_refuse(services, credentials.email, credentials.password)
+    response = await _body(services, signed_in)
+    set_session_cookie(response, services, token)
     return response
 
 

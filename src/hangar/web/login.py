@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.auth.session_routes import sign_in_or_refuse
+from hangar.auth.session_routes import set_session_cookie, sign_in_or_refuse
 from hangar.errors import ApiError
 from hangar.web.access import CSRF_FIELD, checked_form, services_of, text, viewer_of
 from hangar.web.pages import PageExit, PageRoute, redirect, render
@@ -85,15 +85,7 @@ async def login(request: Request) -> Response:
             error = "Wrong email or password."
         return _form(request, status=refusal.status, error=error, email=email)
     response = redirect(_next(text(form, "next")))
-    response.set_cookie(
-        sessions.COOKIE,
-        token,
-        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
-        httponly=True,
-        samesite="lax",
-        secure=services.settings.public_url.startswith("https://"),
-        path="/",
-    )
+    set_session_cookie(response, services, token)
     response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
     return response
 
