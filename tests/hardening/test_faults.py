@@ -8,10 +8,7 @@ sits between the app and each of them, and the test cuts and restores the proxy.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import ssl
-import sys
 import time
 import tracemalloc
 import uuid
@@ -36,12 +33,13 @@ from hangar.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
-from tests.conftest import PG_URL, REDIS_URL, SECRET
+from tests.conftest import PG_URL, REDIS_URL
 from tests.factories import Org, aircraft
 from tests.hardening.conftest import TcpProxy
 from tests.support import FakeClock, FakeResolver
 from tests.webhooks.conftest import HOST, Receiver, loopback_only
 from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
+from tests.webhooks.worker_process import kill_when, worker_process
 
 API = "/api/v1/external"
 OPERATIONS = [
@@ -245,39 +243,10 @@ async def test_a_worker_killed_mid_batch_loses_nothing(
     receiver.delay = 30.0  # every attempt of the batch hangs until the worker dies
     batch = 6
     subs = [await subscribe(services, org, receiver.url(f"/hook/{i}")) for i in range(batch)]
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    env = {
-        **os.environ,
-        "HANGAR_DATABASE_URL": services.settings.database_url,
-        "HANGAR_SECRET_KEY": SECRET,
-        "SSL_CERT_FILE": str(ca_file),
-        "PYTHONPATH": str(repo_root),
-    }
-    env.pop("HANGAR_REDIS_URL", None)
     await fire(services, org)  # one event, one delivery per subscription: a batch of six
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.webhooks.worker_process",
-        cwd=repo_root,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert worker.stdout is not None
-        assert (await asyncio.wait_for(worker.stdout.readline(), 30)).strip() == b"worker ready"
-        for _ in range(400):
-            if len(receiver.requests) == batch:
-                break
-            await asyncio.sleep(0.05)
-        assert len(receiver.requests) == batch  # the whole batch is in flight
-        worker.send_signal(signal.SIGKILL)
-        await worker.wait()
-    finally:
-        if worker.returncode is None:
-            worker.kill()
-            await worker.wait()
+    async with worker_process(services.settings.database_url, ca, tmp_path, repo_root) as worker:
+        # The whole batch is in flight when the worker dies.
+        await kill_when(worker, lambda: len(receiver.requests) == batch)
 
     for sub_id in subs:
         assert await deliveries(services.engine, sub_id) == [("pending", 0)]

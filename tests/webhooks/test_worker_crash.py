@@ -3,10 +3,6 @@ attempted again, with the same delivery id."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,11 +13,11 @@ from hangar.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender
-from tests.conftest import SECRET
 from tests.factories import Org
 from tests.support import FakeClock
 from tests.webhooks.conftest import Receiver
 from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
+from tests.webhooks.worker_process import kill_when, worker_process
 
 
 async def test_sigkill_mid_attempt_leaves_the_delivery_to_be_retried(
@@ -36,39 +32,9 @@ async def test_sigkill_mid_attempt_leaves_the_delivery_to_be_retried(
 ) -> None:
     receiver.delay = 30.0  # the first attempt hangs until the worker dies
     sub_id = await subscribe(services, org, receiver.url())
-    ca_file = tmp_path / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    env = {
-        **os.environ,
-        "HANGAR_DATABASE_URL": services.settings.database_url,
-        "HANGAR_SECRET_KEY": SECRET,
-        "SSL_CERT_FILE": str(ca_file),
-        "PYTHONPATH": str(repo_root),
-    }
-    env.pop("HANGAR_REDIS_URL", None)
     await fire(services, org)  # recorded before the worker starts: its first claim finds it
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.webhooks.worker_process",
-        cwd=repo_root,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert worker.stdout is not None
-        assert (await asyncio.wait_for(worker.stdout.readline(), 30)).strip() == b"worker ready"
-        for _ in range(300):  # until the receiver holds the worker's request
-            if receiver.requests:
-                break
-            await asyncio.sleep(0.05)
-        assert len(receiver.requests) == 1
-        worker.send_signal(signal.SIGKILL)
-        await worker.wait()
-    finally:
-        if worker.returncode is None:
-            worker.kill()
-            await worker.wait()
+    async with worker_process(services.settings.database_url, ca, tmp_path, repo_root) as worker:
+        await kill_when(worker, lambda: len(receiver.requests) == 1)
 
     assert await deliveries(services.engine, sub_id) == [("pending", 0)]
     async with services.engine.connect() as conn:
