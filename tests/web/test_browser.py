@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
-from aiohttp import web
 from gidgethub.sansio import validate_event
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -26,7 +25,7 @@ from tests.conftest import PASSWORD
 from tests.factories import Org
 from tests.support import FakeResolver
 from tests.web.live import LiveServer
-from tests.webhooks.conftest import HOST, Receiver, loopback_only
+from tests.webhooks.conftest import HOST, Receiver, https_receiver, loopback_only
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -51,19 +50,8 @@ def web_ca() -> trustme.CA:
 
 @pytest.fixture
 async def receiver(web_ca: trustme.CA) -> AsyncIterator[Receiver]:
-    """A real HTTPS endpoint on 127.0.0.1 for hooks.example.com, with a trustme certificate."""
-    server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    web_ca.issue_cert(HOST).configure_cert(server_ssl)
-    state = Receiver(port=0)
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", state.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ssl)
-    await site.start()
-    state.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    async with https_receiver(web_ca) as state:
+        yield state
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import asyncio
 import ipaddress
 import ssl
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -76,8 +77,9 @@ def ca() -> trustme.CA:
     return trustme.CA()
 
 
-@pytest.fixture
-async def receiver(ca: trustme.CA) -> AsyncIterator[Receiver]:
+@asynccontextmanager
+async def https_receiver(ca: trustme.CA) -> AsyncIterator[Receiver]:
+    """A real HTTPS endpoint on 127.0.0.1 for HOST, with a certificate from `ca`."""
     server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert(HOST).configure_cert(server_ssl)
     state = Receiver(port=0)
@@ -89,8 +91,16 @@ async def receiver(ca: trustme.CA) -> AsyncIterator[Receiver]:
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ssl)
     await site.start()
     state.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield state
-    await runner.cleanup()
+    try:
+        yield state
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def receiver(ca: trustme.CA) -> AsyncIterator[Receiver]:
+    async with https_receiver(ca) as state:
+        yield state
 
 
 @pytest.fixture
