@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
+from operator import call
 from typing import Any
 
 from sqlalchemy import Boolean, Date, DateTime, Float, String, Table, Uuid
@@ -40,31 +41,36 @@ _MICROSECOND = timedelta(microseconds=1)
 Encode = Callable[[Any], bytes]
 
 
+# Each takes a column's value or None: encode_rows calls them on every value, unchecked.
+
+
 def _uuid(value: Any) -> bytes:
-    return _UUID_LENGTH + value.bytes  # type: ignore[no-any-return]
+    return _NULL if value is None else _UUID_LENGTH + value.bytes
 
 
-def _timestamptz(value: datetime) -> bytes:
+def _timestamptz(value: datetime | None) -> bytes:
     # An aware datetime only: subtracting a naive one from the epoch raises, as the
     # application's UTCDateTime refuses naive values.
-    return _INT8(8, (value - _EPOCH) // _MICROSECOND)
+    return _NULL if value is None else _INT8(8, (value - _EPOCH) // _MICROSECOND)
 
 
-def _date(value: date) -> bytes:
-    return _INT4(4, value.toordinal() - _EPOCH_DAY)
+def _date(value: date | None) -> bytes:
+    return _NULL if value is None else _INT4(4, value.toordinal() - _EPOCH_DAY)
 
 
-def _text(value: str) -> bytes:
+def _text(value: str | None) -> bytes:
+    if value is None:
+        return _NULL
     data = value.encode()
     return _LENGTH(len(data)) + data
 
 
-def _bool(value: bool) -> bytes:
-    return _TRUE if value else _FALSE
+def _bool(value: bool | None) -> bytes:
+    return _NULL if value is None else _TRUE if value else _FALSE
 
 
-def _float8(value: float) -> bytes:
-    return _FLOAT8(8, value)
+def _float8(value: float | None) -> bytes:
+    return _NULL if value is None else _FLOAT8(8, value)
 
 
 def _encoder_for(type_: TypeEngine[Any]) -> Encode:
@@ -92,11 +98,14 @@ def encoders(table: Table, columns: Sequence[str]) -> list[Encode]:
 
 def encode_rows(encoders: Sequence[Encode], rows: Iterable[Row]) -> bytes:
     """Rows as the body of a binary COPY (no header or trailer: batches follow each other)."""
-    field_count = _FIELD_COUNT(len(encoders))
+    width = len(encoders)
+    field_count = _FIELD_COUNT(width)
     out: list[bytes] = []
     append = out.append
     for row in rows:
+        if len(row) != width:
+            raise ValueError(f"a row of {len(row)} values for {width} columns")
         append(field_count)
-        for value, encoder in zip(row, encoders, strict=True):
-            append(_NULL if value is None else encoder(value))
+        # map() walks the row in C: this is the inner loop of a million-row seed.
+        append(b"".join(map(call, encoders, row)))
     return b"".join(out)

@@ -168,7 +168,7 @@ async def _write_members(
     progress: Progress,
 ) -> None:
     roles = await conn.execute(select(Role.name, Role.id).where(Role.org_id == org_id))
-    role_ids = dict(roles.tuples().all())
+    role_ids: dict[str, uuid.UUID] = dict(roles.all())
     pairs = people.member_rows(org_id, count, rng, now, role_ids)
     for batch in batched(pairs, BATCH):
         await writer.write("users", people.USER_COLUMNS, [user for user, _ in batch])
