@@ -28,6 +28,12 @@ from hangar.seed.common import Generated, batched
 # About a megabyte of COPY data: small enough that the database starts on the first frame at
 # once, large enough that the per-frame cost does not show.
 FRAME_ROWS = 5_000
+# PostgreSQL checks the rows' foreign keys (up to four a reservation, its costliest work)
+# when a COPY statement ends, not as the rows arrive. So the rows go in COPYs of
+# STATEMENT_ROWS, and while one statement's checks run, the child makes the next rows into
+# a queue of up to QUEUED_FRAMES frames (about 20 MB).
+STATEMENT_ROWS = 50_000
+QUEUED_FRAMES = 20
 _FRAME = struct.Struct("!II")
 
 
@@ -55,38 +61,70 @@ async def copy_generated(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
+    frames: asyncio.Queue[Frame] = asyncio.Queue(QUEUED_FRAMES)
+    reading = asyncio.create_task(_read(child, frames))
     try:
         assert child.stdin is not None
-        assert child.stdout is not None
         child.stdin.write(pickle.dumps(job))
         await child.stdin.drain()
         child.stdin.close()
-        source = _frames(child.stdout, advance, child)
-        await driver.copy_to_table(table, source=source, columns=list(columns), format="binary")
+        statements = _Statements(frames, advance)
+        while not statements.done:
+            source = statements.next()
+            await driver.copy_to_table(table, source=source, columns=list(columns), format="binary")
         if await child.wait() != 0:
             raise RuntimeError(f"the row generator for {table} failed (exit {child.returncode})")
     finally:
+        reading.cancel()
         if child.returncode is None:  # the COPY failed: the rows are no longer wanted
             child.kill()
             await child.wait()
 
 
-async def _frames(
-    stream: asyncio.StreamReader, advance: Callable[[int], None], child: asyncio.subprocess.Process
-) -> AsyncIterator[bytes]:
-    yield HEADER
+# A frame's (rows, bytes); None once the child has sent them all; or why it stopped short.
+Frame = tuple[int, bytes] | None | Exception
+
+
+async def _read(child: asyncio.subprocess.Process, frames: asyncio.Queue[Frame]) -> None:
+    """Moves the child's frames into `frames`, keeping it busy while a COPY ends."""
+    assert child.stdout is not None
     while True:
         try:
-            rows, size = _FRAME.unpack(await stream.readexactly(_FRAME.size))
-            data = await stream.readexactly(size) if rows else b""
+            rows, size = _FRAME.unpack(await child.stdout.readexactly(_FRAME.size))
+            data = await child.stdout.readexactly(size) if rows else b""
         except asyncio.IncompleteReadError:
             code = await child.wait()
-            raise RuntimeError(f"the row generator stopped before its end (exit {code})") from None
+            await frames.put(
+                RuntimeError(f"the row generator stopped before its end (exit {code})")
+            )
+            return
+        await frames.put((rows, data) if rows else None)
         if not rows:
-            break
-        yield data
-        advance(rows)  # asyncpg asks for the next chunk once it has sent this one
-    yield TRAILER
+            return
+
+
+class _Statements:
+    """The frames cut into the sources of successive COPY statements of STATEMENT_ROWS."""
+
+    def __init__(self, frames: asyncio.Queue[Frame], advance: Callable[[int], None]) -> None:
+        self._frames = frames
+        self._advance = advance
+        self.done = False
+
+    async def next(self) -> AsyncIterator[bytes]:
+        yield HEADER
+        rows = 0
+        while rows < STATEMENT_ROWS:
+            frame = await self._frames.get()
+            if isinstance(frame, Exception):
+                raise frame
+            if frame is None:
+                self.done = True
+                break
+            yield frame[1]
+            self._advance(frame[0])  # asyncpg asks for the next chunk once it has sent this one
+            rows += frame[0]
+        yield TRAILER
 
 
 def main() -> None:
