@@ -3,18 +3,28 @@ transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.models import Base
-from hangar.seed.common import Row
+from hangar.seed import binary_copy, producer
+from hangar.seed.common import Generated, Row, batched
+
+# Large enough that per-batch overhead vanishes, small enough that memory stays flat.
+BATCH = 25_000
 
 
 class BulkWriter(Protocol):
     async def write(self, table: str, columns: Sequence[str], rows: Sequence[Row]) -> None: ...
+
+    async def write_generated(
+        self, table: str, columns: Sequence[str], rows: Generated, advance: Callable[[int], None]
+    ) -> None:
+        """Makes and writes all of `rows`, calling `advance` with the count of each part
+        written."""
 
     async def analyze(self, tables: Sequence[str]) -> None: ...
 
@@ -27,6 +37,14 @@ class CopyWriter:
 
     async def write(self, table: str, columns: Sequence[str], rows: Sequence[Row]) -> None:
         await self._driver.copy_records_to_table(table, records=rows, columns=list(columns))
+
+    async def write_generated(
+        self, table: str, columns: Sequence[str], rows: Generated, advance: Callable[[int], None]
+    ) -> None:
+        # Made and encoded in a second process, while this one's COPY keeps the database busy.
+        encoders = binary_copy.encoders(Base.metadata.tables[table], columns)
+        job = producer.Job(rows, encoders)
+        await producer.copy_generated(self._driver, table, columns, job, advance)
 
     async def analyze(self, tables: Sequence[str]) -> None:
         # Fresh statistics right away: until autovacuum gets to it, the planner would take a
@@ -45,6 +63,13 @@ class InsertWriter:
     async def write(self, table: str, columns: Sequence[str], rows: Sequence[Row]) -> None:
         stmt = insert(Base.metadata.tables[table])
         await self._conn.execute(stmt, [dict(zip(columns, row, strict=True)) for row in rows])
+
+    async def write_generated(
+        self, table: str, columns: Sequence[str], rows: Generated, advance: Callable[[int], None]
+    ) -> None:
+        for batch in batched(rows.rows(), BATCH):
+            await self.write(table, columns, batch)
+            advance(len(batch))
 
     async def analyze(self, tables: Sequence[str]) -> None:
         """SQLite plans without statistics unless asked; the schema's indexes suffice."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -12,6 +13,20 @@ T = TypeVar("T")
 # One row in the order of its table's COLUMNS: COPY takes tuples as they are, and the
 # SQLite path zips them with the column names.
 Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Rows still to be made, as `make(*args)`: a module-level generator function and
+    picklable arguments, so that PostgreSQL can have another process make them
+    (hangar.seed.producer) while SQLite makes them in this one."""
+
+    make: Callable[..., Iterable[Row]]
+    args: tuple[Any, ...]
+
+    def rows(self) -> Iterable[Row]:
+        return self.make(*self.args)
+
 
 DAY = 86_400.0
 HOUR = 3_600.0

@@ -10,6 +10,7 @@ import random
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from hangar.ids import new_id
 from hangar.seed.common import DAY, Row, at, ms, table
@@ -35,6 +36,8 @@ COLUMNS = (
     "created_at",
     "deleted_at",
 )
+
+T = TypeVar("T")
 
 PAST_DAYS = 548
 AHEAD_DAYS = 92
@@ -114,11 +117,29 @@ def reservation_rows(
     pilots: Sequence[uuid.UUID],
     instructors: Sequence[uuid.UUID],
 ) -> Iterator[Row]:
+    """`count` reservations, in the order they were booked (created_at), as the application
+    would have written them: ids (UUIDv7 of created_at) ascend, and the table's pages hold
+    bookings made about the same time. Writing in that order also keeps the inserts into
+    both of the table's indexes on a few hot pages instead of all over them."""
     random_ = rng.random
-    choice = rng.choice
+
+    def choice(values: Sequence[T]) -> T:
+        # What rng.choice does, for a third of its cost: it runs ten times a row.
+        return values[int(random_() * len(values))]
+
     now_ts = now.timestamp()
     past, ahead = _slots(now)
     every = past + ahead
+    # When each booking is for and when it was made are drawn for every row first (floats
+    # only: a few dozen bytes a row), so that the rows can then be made in booking order.
+    starts = [
+        choice(past if _FIRST[i][0] in _IN_PAST else ahead) if i < len(_FIRST) else choice(every)
+        for i in range(count)
+    ]
+    created = [
+        min(start_ts - (0.5 + 29.5 * random_() * random_()) * DAY, now_ts - random_() * 3 * DAY)
+        for start_ts in starts
+    ]
     # Datetimes are built once per distinct instant; rows share them.
     moments: dict[float, datetime] = {}
     lengths = {a: [(timedelta(hours=h), h) for h in hours] for a, hours in _HOURS.items()}
@@ -129,13 +150,13 @@ def reservation_rows(
             found = moments[ts] = at(ts)
         return found
 
-    for i in range(count):
+    for i in sorted(range(count), key=created.__getitem__):
+        start_ts = starts[i]
+        created_ts = created[i]
         if i < len(_FIRST):
             status, activity, shape = _FIRST[i]
-            start_ts = choice(past if status in _IN_PAST else ahead)
         else:
             activity = choice(_ACTIVITIES)
-            start_ts = choice(every)
             status = choice(_PAST if start_ts < now_ts else _AHEAD)
             shape = choice(_SHAPES)
         length, hours = choice(lengths[activity])
@@ -161,8 +182,6 @@ def reservation_rows(
                 if hobbs_out is not None:
                     hobbs_in = round(hobbs_out + hours * (0.7 + 0.25 * random_()), 1)
 
-        lead = (0.5 + 29.5 * random_() * random_()) * DAY
-        created_ts = min(start_ts - lead, now_ts - random_() * 3 * DAY)
         yield (
             new_id(ms(created_ts)),
             org_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Protocol
@@ -18,13 +18,11 @@ from hangar.fleet.models import Aircraft
 from hangar.orgs.commands import org_exists
 from hangar.orgs.models import Membership, Role, User
 from hangar.seed import fleet, maintenance, people, reservations, squawks
-from hangar.seed.bulk import BulkWriter, writer_for
-from hangar.seed.common import Row, batched
+from hangar.seed.bulk import BATCH, BulkWriter, writer_for
+from hangar.seed.common import Generated, batched
 from hangar.seed.fleet import Plane
 from hangar.seed.people import Person
 
-# Large enough that per-batch overhead vanishes, small enough that memory stays flat.
-BATCH = 25_000
 SEEDED_TABLES = (
     "aircraft",
     "users",
@@ -99,23 +97,28 @@ async def seed_org(
         progress.start(what, total)
     writer = await writer_for(conn)
 
-    async def write(what: str, table: str, columns: Sequence[str], rows: Iterable[Row]) -> None:
-        for batch in batched(rows, BATCH):
-            await writer.write(table, columns, batch)
-            progress.advance(what, len(batch))
+    def own(rng: random.Random) -> random.Random:
+        # Each generator draws from a stream of its own, seeded from `rng`: it may run in
+        # another process, and a seeded `rng` must still give the same rows.
+        return random.Random(rng.getrandbits(64))
+
+    async def write(what: str, table: str, columns: Sequence[str], rows: Generated) -> None:
+        await writer.write_generated(table, columns, rows, lambda n: progress.advance(what, n))
 
     taken = set(await conn.scalars(select(Aircraft.tail_number).where(Aircraft.org_id == org_id)))
-    aircraft = fleet.aircraft_rows(org_id, sizes.aircraft, rng, now, taken)
-    await write("aircraft", "aircraft", fleet.COLUMNS, aircraft)
+    aircraft = (org_id, sizes.aircraft, own(rng), now, taken)
+    await write("aircraft", "aircraft", fleet.COLUMNS, Generated(fleet.aircraft_rows, aircraft))
     await _write_members(conn, writer, org_id, sizes.members, rng, now, progress)
 
     pools = await _pools(conn, org_id, rng, now)
+    planes, pilots, instructors = pools.planes, pools.pilots, pools.instructors
     await write(
         "reservations",
         "reservations",
         reservations.COLUMNS,
-        reservations.reservation_rows(
-            org_id, sizes.reservations, rng, now, pools.planes, pools.pilots, pools.instructors
+        Generated(
+            reservations.reservation_rows,
+            (org_id, sizes.reservations, own(rng), now, planes, pilots, instructors),
         ),
     )
     mechanics = [m.user_id for m in pools.crew if m.user_id is not None]
@@ -123,21 +126,28 @@ async def seed_org(
         "squawks",
         "squawks",
         squawks.COLUMNS,
-        squawks.squawk_rows(
-            org_id, sizes.squawks, rng, now, pools.planes, pools.reporters, mechanics
+        Generated(
+            squawks.squawk_rows,
+            (org_id, sizes.squawks, own(rng), now, planes, pools.reporters, mechanics),
         ),
     )
     await write(
         "maintenance_logs",
         "maintenance_logs",
         maintenance.LOG_COLUMNS,
-        maintenance.log_rows(org_id, sizes.maintenance_logs, rng, now, pools.planes, pools.crew),
+        Generated(
+            maintenance.log_rows,
+            (org_id, sizes.maintenance_logs, own(rng), now, planes, pools.crew),
+        ),
     )
     await write(
         "work_orders",
         "work_orders",
         maintenance.WORK_ORDER_COLUMNS,
-        maintenance.work_order_rows(org_id, sizes.work_orders, rng, now, pools.planes, pools.crew),
+        Generated(
+            maintenance.work_order_rows,
+            (org_id, sizes.work_orders, own(rng), now, planes, pools.crew),
+        ),
     )
     await writer.analyze(SEEDED_TABLES)
     return asdict(sizes)
@@ -158,7 +168,7 @@ async def _write_members(
     progress: Progress,
 ) -> None:
     roles = await conn.execute(select(Role.name, Role.id).where(Role.org_id == org_id))
-    role_ids = dict(roles.tuples().all())
+    role_ids: dict[str, uuid.UUID] = dict(roles.all())
     pairs = people.member_rows(org_id, count, rng, now, role_ids)
     for batch in batched(pairs, BATCH):
         await writer.write("users", people.USER_COLUMNS, [user for user, _ in batch])
