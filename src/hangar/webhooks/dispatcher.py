@@ -2,9 +2,10 @@
 
 A claim sets a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so workers on any number of
 machines never take the same delivery at once). Each claimed delivery runs as its own task,
-so one slow receiver holds up nobody else. An attempt is recorded only by the worker whose
-lease it still is; a worker that dies mid-attempt simply lets its lease run out, and the
-delivery is attempted again (at least once delivery).
+so one slow receiver holds up nobody else. Outcomes are written in batches (`records`), and
+only by the worker whose lease it still is; a worker that dies mid-attempt, or before its
+outcome is committed, simply lets its lease run out, and the delivery is attempted again
+(at least once delivery).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, insert, or_, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.clock import Clock
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import TEST_PING
-from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
+from hangar.webhooks.models import Delivery, Event, Subscription
+from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.secrets import SecretBox, SecretUnreadable
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
@@ -32,7 +34,6 @@ log = logging.getLogger("hangar.webhooks")
 MAX_ATTEMPTS = 3
 # The wait before attempt 2 and before attempt 3.
 RETRY_WAITS = (timedelta(seconds=2), timedelta(seconds=8))
-FAILURES_BEFORE_DISABLE = 5
 # Longer than the 10 s attempt timeout with room to record it; after this a delivery is
 # considered abandoned by its worker and may be claimed again.
 LEASE = timedelta(seconds=60)
@@ -93,6 +94,7 @@ class Dispatcher:
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._recorder = Recorder(engine)
 
     # --- the loop -------------------------------------------------------------------
 
@@ -221,7 +223,20 @@ class Dispatcher:
         is_test = delivery.event_name == TEST_PING
         if delivery.deleted or (not delivery.enabled and not is_test):
             # Disabled: skipped, and never replayed when the subscription is enabled again.
-            await self._finish(delivery, status="skipped")
+            now = self._clock.now()
+            await self._recorder.write(
+                Outcome(
+                    delivery_id=delivery.id,
+                    subscription_id=delivery.subscription_id,
+                    lease_until=delivery.lease_until,
+                    status="skipped",
+                    attempts_made=delivery.attempts_made,
+                    next_attempt_at=None,
+                    completed_at=now,
+                    attempt=None,
+                    counts=None,
+                )
+            )
             return
         started_at = self._clock.now()
         try:
@@ -243,77 +258,26 @@ class Dispatcher:
         number = delivery.attempts_made + 1
         now = self._clock.now()
         retry = not result.succeeded and number < MAX_ATTEMPTS
-        if result.succeeded:
-            outcome: dict[str, Any] = {"status": "succeeded", "completed_at": now}
-        elif retry:
-            outcome = {"next_attempt_at": now + RETRY_WAITS[number - 1]}
-        else:
-            outcome = {"status": "failed", "completed_at": now}
-        async with self._engine.begin() as conn:
-            if not await self._settle(conn, delivery, attempts_made=number, **outcome):
-                return
-            await conn.execute(
-                insert(Attempt).values(
-                    id=new_id(),
-                    delivery_id=delivery.id,
-                    number=number,
-                    started_at=started_at,
-                    duration_ms=result.duration_ms,
-                    status_code=result.status_code,
-                    error=result.error,
-                    response_body=result.response_body,
-                )
-            )
-            if counts and result.succeeded:
-                # Only a subscription with failures to forget is written (and locked):
-                # concurrent successes to one receiver must not queue on its row.
-                await conn.execute(
-                    update(Subscription)
-                    .where(
-                        Subscription.id == delivery.subscription_id,
-                        Subscription.consecutive_failures != 0,
-                    )
-                    .values(consecutive_failures=0)
-                )
-            elif counts and not retry:
-                await self._count_failure(conn, delivery.subscription_id, now)
-        if retry:
+        outcome = Outcome(
+            delivery_id=delivery.id,
+            subscription_id=delivery.subscription_id,
+            lease_until=delivery.lease_until,
+            status="succeeded" if result.succeeded else "pending" if retry else "failed",
+            attempts_made=number,
+            next_attempt_at=now + RETRY_WAITS[number - 1] if retry else None,
+            completed_at=None if retry else now,
+            attempt={
+                "id": new_id(),
+                "delivery_id": delivery.id,
+                "number": number,
+                "started_at": started_at,
+                "duration_ms": result.duration_ms,
+                "status_code": result.status_code,
+                "error": result.error,
+                "response_body": result.response_body,
+            },
+            counts=None if not counts or retry else "success" if result.succeeded else "failure",
+        )
+        if await self._recorder.write(outcome) and retry:
             # The loop may be asleep until a lease runs out; the retry is due sooner.
             self.kick()
-
-    async def _settle(self, conn: AsyncConnection, delivery: Claimed, **values: Any) -> bool:
-        """Writes the delivery's new state, unless its lease was lost to another worker.
-
-        The WHERE restates the lease this worker holds, so of two workers that both believe
-        they hold it, only one records anything.
-        """
-        taken = await conn.execute(
-            update(Delivery)
-            .where(
-                Delivery.id == delivery.id,
-                Delivery.status == "pending",
-                Delivery.lease_until == delivery.lease_until,
-            )
-            .values(lease_until=None, **values)
-        )
-        return taken.rowcount == 1
-
-    async def _finish(self, delivery: Claimed, *, status: str) -> None:
-        async with self._engine.begin() as conn:
-            await self._settle(conn, delivery, status=status, completed_at=self._clock.now())
-
-    async def _count_failure(self, conn: AsyncConnection, sub_id: uuid.UUID, now: datetime) -> None:
-        # One statement, so concurrent workers cannot lose a count or disable twice.
-        failures = Subscription.consecutive_failures + 1
-        disable = failures >= FAILURES_BEFORE_DISABLE
-        await conn.execute(
-            update(Subscription)
-            .where(Subscription.id == sub_id)
-            .values(
-                consecutive_failures=failures,
-                enabled=case((disable, False), else_=Subscription.enabled),
-                disabled_at=case(
-                    (disable & Subscription.enabled, now), else_=Subscription.disabled_at
-                ),
-            )
-        )
