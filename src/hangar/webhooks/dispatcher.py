@@ -11,6 +11,7 @@ outcome is committed, simply lets its lease run out, and the delivery is attempt
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
@@ -101,7 +102,10 @@ class Dispatcher:
         self._engine = engine
         self._clock = clock
         self._sender = sender
-        self._box = box
+        # Decrypting a secret (Fernet) at every attempt repeats the same work for every
+        # delivery to a subscription; the secret never changes (no rotation in place: a new
+        # one means a new subscription, with a new sealed value).
+        self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
@@ -261,7 +265,7 @@ class Dispatcher:
             return
         started_at = self._clock.now()
         try:
-            secret = self._box.open(delivery.secret_encrypted)
+            secret = self._open_secret(delivery.secret_encrypted)
         except SecretUnreadable:
             # A failed attempt, not an exception: left to its lease, it would loop forever.
             error = "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed?"
