@@ -341,7 +341,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
                 )
             )
     if g6:
-        g9_events = 200 if quick else 10_000
+        g9_events = 100 if quick else 10_000
         log(f"G9: a worker process drains {g9_events * 10:,} pending deliveries, {label}")
         try:
             env = hangar_env(database_url, None)
