@@ -299,8 +299,9 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
 
 
 def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
-    """G6, G7 and G8 against one database."""
+    """G6, G7 and G8 against one database, and G9's worker memory with G6."""
     import asyncio
+    import statistics
 
     from bench import webhooks
     from bench.setup import SECRET, hangar, hangar_env
@@ -339,11 +340,46 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
                     f"failed: {exc!r}",
                 )
             )
+    if g6:
+        g9_events = 100 if quick else 10_000
+        log(f"G9: a worker process drains {g9_events * 10:,} pending deliveries, {label}")
+        try:
+            env = hangar_env(database_url, None)
+            d = asyncio.run(
+                webhooks.worker_memory(settings, env, g9_events, 10, free_port(), 900.0)
+            )
+            run.add(
+                Row(
+                    "G9",
+                    f"worker peak RSS draining a backlog of {d.deliveries:,} pending deliveries "
+                    f"(events x 10 subscriptions, written in bulk) to loopback HTTPS "
+                    f"receivers, {label}",
+                    f"{d.peak_rss_mb:.0f} MB (at start {d.rss_start_mb:.0f} MB; "
+                    f"{d.delivered:,} delivered in {d.seconds:.0f} s)",
+                    "-",
+                    None,
+                    "<= 300 MB",
+                    d.peak_rss_mb <= 300 and d.delivered == d.deliveries,
+                )
+            )
+        except Exception as exc:
+            run.add(
+                Row(
+                    "G9",
+                    f"worker RSS draining a backlog, {label}",
+                    "-",
+                    "-",
+                    None,
+                    "<= 300 MB",
+                    None,
+                    f"failed: {exc!r}",
+                )
+            )
     samples = 10 if quick else 50
     log(f"G7: {samples} product actions, idle dispatcher, {label}")
     try:
         ms = asyncio.run(webhooks.latency(settings, samples, free_port()))
-        p50, p99 = webhooks.statistics.median(ms), webhooks.percentile(ms, 0.99)
+        p50, p99 = statistics.median(ms), webhooks.percentile(ms, 0.99)
         run.add(
             Row(
                 "G7",

@@ -19,6 +19,7 @@ from hangar.services import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery, Subscription
+from hangar.webhooks.secrets import SecretBox
 from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
 from tests.factories import Org
 from tests.support import FakeClock, FakeResolver
@@ -280,3 +281,27 @@ async def test_any_disallowed_address_refuses(
     await fire(services, org)
     await dispatcher(services, sender).run_once()
     assert receiver.requests == []
+
+
+class CountingBox(SecretBox):
+    def __init__(self, secret_key: str) -> None:
+        super().__init__(secret_key)
+        self.opened = 0
+
+    def open(self, sealed: str) -> str:
+        self.opened += 1
+        return super().open(sealed)
+
+
+async def test_a_subscriptions_secret_is_decrypted_once_for_its_deliveries(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    await subscribe(services, org, receiver.url())
+    for _ in range(3):
+        await fire(services, org)
+    box = CountingBox(services.settings.secret_key)
+    work = Dispatcher(services.engine, services.clock, sender, box)
+    assert await work.run_once() == 3
+    assert box.opened == 1
+    for got in receiver.requests:  # every one signed with the right secret all the same
+        validate_event(got.body, signature=got.headers["X-Service-Signature"], secret=SECRET)

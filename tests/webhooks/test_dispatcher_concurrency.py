@@ -7,7 +7,7 @@ import asyncio
 import time
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from hangar.services import Services
 from hangar.webhooks import worker as worker_module
@@ -18,7 +18,7 @@ from tests.conftest import PG_URL
 from tests.factories import Org
 from tests.support import FakeClock
 from tests.webhooks.conftest import Receiver
-from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
+from tests.webhooks.test_dispatcher import deliveries, dispatcher, fire, subscribe
 
 
 async def test_concurrent_claims_never_overlap(
@@ -139,3 +139,22 @@ async def test_a_running_worker_retries_when_the_retry_is_due(
     finally:
         await worker.stop()
     assert await deliveries(services.engine, sub_id) == [("succeeded", 2)]
+
+
+async def test_a_claim_is_one_statement_on_postgresql(
+    services: Services, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    # Each round trip of a claim is latency between a commit and its delivery (G7).
+    await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(services.engine.sync_engine, "before_cursor_execute", listener)
+    try:
+        claimed = await dispatcher(services, sender).claim()
+    finally:
+        event.remove(services.engine.sync_engine, "before_cursor_execute", listener)
+    assert len(claimed) == 1
+    postgresql = services.engine.dialect.name == "postgresql"
+    # SQLite has no data-modifying CTE: the lease, then the read, in one transaction.
+    assert len(statements) == (1 if postgresql else 2)

@@ -1,0 +1,189 @@
+"""Recording what attempts did: outcomes written in batches, one transaction per batch.
+
+Every attempt ends in an outcome (the delivery's new state, the attempt row, its effect on
+the subscription's count of consecutive failures). Outcomes that finish while a batch is
+being written wait for the next one, so under load a few dozen share one transaction (and
+one WAL flush) instead of each having its own; an idle dispatcher's single outcome is
+written at once. Each attempt waits for the commit of its outcome before it gives up its
+slot, so `Dispatcher.run_once` returns with everything recorded. A worker that dies before
+the commit loses only outcomes, never a delivery: their leases run out and they are
+attempted again (at least once).
+
+An outcome is written only while its lease is still the worker's: the batch locks its
+deliveries and keeps those whose lease is the one claimed, so of two workers that both
+believe they hold a delivery, only one records anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import bindparam, case, func, insert, literal, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from hangar.db.base import UTCDateTime
+from hangar.webhooks.models import Attempt, Delivery, Subscription
+
+log = logging.getLogger("hangar.webhooks")
+
+FAILURES_BEFORE_DISABLE = 5
+# Enough for every slot of a busy dispatcher to share one transaction.
+MAX_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Outcome:
+    delivery_id: uuid.UUID
+    subscription_id: uuid.UUID
+    lease_until: datetime  # the lease this worker claimed
+    status: str  # pending (a retry is scheduled), succeeded, failed or skipped
+    attempts_made: int
+    next_attempt_at: datetime | None  # set for a retry only
+    completed_at: datetime | None
+    attempt: dict[str, Any] | None  # the webhook_attempts row; None when nothing was sent
+    # What it does to the subscription's run of consecutive failed deliveries.
+    counts: Literal["success", "failure"] | None
+
+
+# One statement for every outcome of a batch (executemany); the lease is restated although
+# the batch holds the row locks, so a write can never land on a delivery taken over since.
+_SETTLE = (
+    update(Delivery)
+    .where(
+        Delivery.id == bindparam("o_id"),
+        Delivery.status == "pending",
+        Delivery.lease_until == bindparam("o_lease", type_=UTCDateTime()),
+    )
+    .values(
+        lease_until=None,
+        status=bindparam("o_status"),
+        attempts_made=bindparam("o_made"),
+        next_attempt_at=func.coalesce(
+            bindparam("o_next", type_=UTCDateTime()), Delivery.next_attempt_at
+        ),
+        completed_at=bindparam("o_done", type_=UTCDateTime()),
+    )
+)
+
+
+class Recorder:
+    """Writes outcomes for one dispatcher; `write` returns once its outcome is committed."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._queue: list[tuple[Outcome, asyncio.Future[bool]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def write(self, outcome: Outcome) -> bool:
+        """Records `outcome`; False if the lease had been lost and nothing was written."""
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.append((outcome, done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain())
+        # Shielded: an attempt cancelled now (the worker stopping) still gets its outcome
+        # written by the batch it is in.
+        return await asyncio.shield(done)
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            try:
+                held = await self._write([o for o, _ in batch])
+            except Exception:
+                # One outcome the database refuses must not take the others down with it.
+                log.exception("recording %d outcomes failed; recording them one by one", len(batch))
+                held = set()
+                for outcome, done in batch:
+                    try:
+                        held |= await self._write([outcome])
+                    except Exception as exc:
+                        if not done.done():
+                            done.set_exception(exc)
+            for outcome, done in batch:
+                if not done.done():
+                    done.set_result(outcome.delivery_id in held)
+
+    async def _write(self, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
+        async with self._engine.begin() as conn:
+            held = await _lock_held(conn, outcomes)
+            mine = [o for o in outcomes if o.delivery_id in held]
+            if not mine:
+                return held
+            await conn.execute(
+                _SETTLE,
+                [
+                    {
+                        "o_id": o.delivery_id,
+                        "o_lease": o.lease_until,
+                        "o_status": o.status,
+                        "o_made": o.attempts_made,
+                        "o_next": o.next_attempt_at,
+                        "o_done": o.completed_at,
+                    }
+                    for o in mine
+                ],
+            )
+            attempts = [o.attempt for o in mine if o.attempt is not None]
+            if attempts:
+                await conn.execute(insert(Attempt), attempts)
+            await _count(conn, mine)
+        return held
+
+
+async def _lock_held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
+    """The deliveries among `outcomes` still leased as claimed, locked until the commit."""
+    rows = await conn.execute(
+        select(Delivery.id, Delivery.lease_until)
+        .where(Delivery.id.in_([o.delivery_id for o in outcomes]), Delivery.status == "pending")
+        .order_by(Delivery.id)  # one lock order for every worker
+        .with_for_update()
+    )
+    leases = {row.id: row.lease_until for row in rows}
+    return {o.delivery_id for o in outcomes if leases.get(o.delivery_id) == o.lease_until}
+
+
+async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
+    """Applies the batch's successes and failures to each subscription's failure run, in the
+    order they happened: a success forgets the failures before it."""
+    reset: set[uuid.UUID] = set()
+    failures: dict[uuid.UUID, list[datetime]] = defaultdict(list)
+    for o in outcomes:
+        if o.counts == "success":
+            reset.add(o.subscription_id)
+            failures.pop(o.subscription_id, None)
+        elif o.counts == "failure" and o.completed_at is not None:
+            failures[o.subscription_id].append(o.completed_at)
+    # Only a subscription with failures to forget is written (and locked): concurrent
+    # successes to one receiver must not queue on its row.
+    only_reset = sorted(reset - failures.keys())
+    if only_reset:
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id.in_(only_reset), Subscription.consecutive_failures != 0)
+            .values(consecutive_failures=0)
+        )
+    for sub_id in sorted(failures):  # one lock order for every worker
+        # One statement per subscription, so concurrent workers cannot lose a count or
+        # disable twice.
+        before = literal(0) if sub_id in reset else Subscription.consecutive_failures
+        run = before + len(failures[sub_id])
+        disable = run >= FAILURES_BEFORE_DISABLE
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id == sub_id)
+            .values(
+                consecutive_failures=run,
+                enabled=case((disable, False), else_=Subscription.enabled),
+                disabled_at=case(
+                    (disable & Subscription.enabled, failures[sub_id][-1]),
+                    else_=Subscription.disabled_at,
+                ),
+            )
+        )

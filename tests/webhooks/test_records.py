@@ -1,0 +1,165 @@
+"""Outcomes are written in batches: those that finish together share one transaction, only
+leases still held are written, the failure run follows the order outcomes happened in, and
+one outcome the database refuses does not take the others down with it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, func, select, update
+
+from hangar.ids import new_id
+from hangar.services import Services
+from hangar.webhooks.dispatcher import Claimed, Dispatcher
+from hangar.webhooks.models import Attempt, Delivery
+from hangar.webhooks.records import Outcome, Recorder
+from hangar.webhooks.sender import Sender
+from tests.factories import Org
+from tests.webhooks.test_dispatcher import deliveries, fire, subscribe, subscription
+
+
+async def claimed(services: Services, sender: Sender, org: Org, events: int) -> list[Claimed]:
+    for _ in range(events):
+        await fire(services, org)
+    got = await Dispatcher(services.engine, services.clock, sender, services.secret_box).claim()
+    assert len(got) == events
+    return got
+
+
+def outcome(services: Services, c: Claimed, status: str, **values: Any) -> Outcome:
+    now = services.clock.now()
+    made = c.attempts_made + 1
+    return Outcome(
+        **{
+            "delivery_id": c.id,
+            "subscription_id": c.subscription_id,
+            "lease_until": c.lease_until,
+            "status": status,
+            "attempts_made": made,
+            "next_attempt_at": None,
+            "completed_at": now,
+            "attempt": {
+                "id": new_id(),
+                "delivery_id": c.id,
+                "number": made,
+                "started_at": now,
+                "duration_ms": 3,
+                "status_code": 200 if status == "succeeded" else 500,
+                "error": None,
+                "response_body": "ok",
+            },
+            "counts": {"succeeded": "success", "failed": "failure"}.get(status),
+            **values,
+        }
+    )
+
+
+async def attempts(services: Services, sub_id: uuid.UUID) -> int:
+    async with services.engine.connect() as conn:
+        count = await conn.scalar(
+            select(func.count())
+            .select_from(Attempt)
+            .join(Delivery, Delivery.id == Attempt.delivery_id)
+            .where(Delivery.subscription_id == sub_id)
+        )
+    return int(count or 0)
+
+
+async def test_outcomes_finishing_together_share_one_transaction(
+    services: Services, org: Org, sender: Sender, receiver: Any
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    claims = await claimed(services, sender, org, 20)
+    commits: list[int] = []
+    listener = lambda _conn: commits.append(1)  # noqa: E731
+    event.listen(services.engine.sync_engine, "commit", listener)
+    try:
+        recorder = Recorder(services.engine)
+        held = await asyncio.gather(
+            *(recorder.write(outcome(services, c, "succeeded")) for c in claims)
+        )
+    finally:
+        event.remove(services.engine.sync_engine, "commit", listener)
+    assert held == [True] * 20
+    assert len(commits) == 1
+    assert await deliveries(services.engine, sub_id) == [("succeeded", 1)] * 20
+    assert await attempts(services, sub_id) == 20
+
+
+async def test_only_leases_still_held_are_written(
+    services: Services, org: Org, sender: Sender, receiver: Any
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    lost, kept = await claimed(services, sender, org, 2)
+    async with services.engine.begin() as conn:  # another worker took it over
+        await conn.execute(
+            update(Delivery)
+            .where(Delivery.id == lost.id)
+            .values(lease_until=lost.lease_until + timedelta(seconds=90))
+        )
+    recorder = Recorder(services.engine)
+    held = await asyncio.gather(
+        recorder.write(outcome(services, lost, "succeeded")),
+        recorder.write(outcome(services, kept, "succeeded")),
+    )
+    assert list(held) == [False, True]
+    assert sorted(await deliveries(services.engine, sub_id)) == [
+        ("pending", 0),
+        ("succeeded", 1),
+    ]
+    assert await attempts(services, sub_id) == 1
+
+
+@pytest.mark.parametrize(
+    ("order", "failures", "enabled"),
+    [
+        (["failed", "succeeded"], 0, True),  # the success came last: the run is over
+        (["succeeded", "failed"], 1, True),
+        (["failed"] * 3, 5, False),  # 2 before the batch + 3
+    ],
+)
+async def test_the_failure_run_follows_the_order_of_the_batch(
+    services: Services,
+    org: Org,
+    sender: Sender,
+    receiver: Any,
+    order: list[str],
+    failures: int,
+    enabled: bool,
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url(), consecutive_failures=2)
+    claims = await claimed(services, sender, org, len(order))
+    recorder = Recorder(services.engine)
+    await asyncio.gather(
+        *(recorder.write(outcome(services, c, s)) for c, s in zip(claims, order, strict=True))
+    )
+    got_enabled, got_failures, disabled_at = await subscription(services.engine, sub_id)
+    assert (got_enabled, got_failures) == (enabled, failures)
+    assert (disabled_at is None) is enabled
+
+
+async def test_an_outcome_the_database_refuses_does_not_lose_the_others(
+    services: Services, org: Org, sender: Sender, receiver: Any
+) -> None:
+    sub_id = await subscribe(services, org, receiver.url())
+    bad, good = await claimed(services, sender, org, 2)
+    broken = outcome(services, bad, "succeeded")
+    assert broken.attempt is not None
+    broken.attempt["delivery_id"] = new_id()  # no such delivery: a foreign key violation
+    recorder = Recorder(services.engine)
+    refused, held = await asyncio.gather(
+        recorder.write(broken),
+        recorder.write(outcome(services, good, "succeeded")),
+        return_exceptions=True,
+    )
+    assert isinstance(refused, Exception)
+    assert held is True
+    # The refused one is left to its lease, to be attempted again.
+    assert sorted(await deliveries(services.engine, sub_id)) == [
+        ("pending", 0),
+        ("succeeded", 1),
+    ]
