@@ -111,15 +111,20 @@ class Read:
     def __init__(self, stmt: Select[*tuple[Any, ...]]) -> None:
         self.stmt = stmt
         self.keys: tuple[str, ...] = tuple(str(column.key) for column in stmt.selected_columns)
-        columns = list(stmt.selected_columns)
-        self._json = tuple(i for i, c in enumerate(columns) if isinstance(c.type, sqltypes.JSON))
-        self._pg_direct = all(i in self._json or _plain(c.type) for i, c in enumerate(columns))
+        self._json: tuple[int, ...] = ()
+        self._pg_direct = False
         self._compiled: dict[str, _Compiled] = {}
 
     def _compile(self, dialect: Dialect) -> _Compiled:
         found = self._compiled.get(dialect.name)
         if found is not None:
             return found
+        # The column types are read here, at the first run, not when the statement is built:
+        # a foreign key column's type is NullType until the table it refers to is declared,
+        # which may come after a module-level Read (then every row took the slow path).
+        columns = list(self.stmt.selected_columns)
+        self._json = tuple(i for i, c in enumerate(columns) if isinstance(c.type, sqltypes.JSON))
+        self._pg_direct = all(i in self._json or _plain(c.type) for i, c in enumerate(columns))
         compiled = self.stmt.compile(dialect=dialect)
         names = tuple(compiled.positiontup or ())
         binds: tuple[Callable[[Any], Any] | None, ...] = ()
@@ -143,8 +148,8 @@ class Read:
     async def rows(self, conn: AsyncConnection, params: dict[str, Any]) -> list[dict[str, Any]]:
         keys = self.keys
         dialect = conn.dialect.name
+        compiled = self._compile(conn.dialect)
         if dialect == "postgresql" and self._pg_direct:
-            compiled = self._compile(conn.dialect)
             raw = await conn.get_raw_connection()
             records = await raw.driver_connection.fetch(  # type: ignore[union-attr]
                 compiled.sql, *self._args(compiled, params)
@@ -157,7 +162,6 @@ class Read:
                         row[keys[i]] = orjson.loads(value)
             return rows
         if dialect == "sqlite":
-            compiled = self._compile(conn.dialect)
             args = [
                 value if bind is None or value is None else bind(value)
                 for value, bind in zip(self._args(compiled, params), compiled.binds, strict=True)
