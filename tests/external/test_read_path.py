@@ -1,6 +1,5 @@
-"""Every read of the public API, and the key lookup, runs as a statement built once and
-executed on the driver's connection (hangar.db.engine.Read), never through SQLAlchemy's
-per-execution machinery, on both databases."""
+"""How the public API reads: statements built once and run on the driver's connection
+(hangar.db.engine.Read), through the read engine (hangar.db.engine.reader)."""
 
 from __future__ import annotations
 
@@ -8,13 +7,36 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from hangar.db.engine import SQLITE_READ_POOL, make_engine, reader
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
 from tests.factories import T0, Org
 
 API = "/api/v1/external"
+
+
+async def test_sqlite_reads_have_a_small_pool_of_their_own_disposed_with_the_engine(
+    engine: AsyncEngine,
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite only: on PostgreSQL reads share the pool, in autocommit")
+    main = make_engine(f"sqlite:///{engine.url.database}")
+    try:
+        read = reader(main)
+        assert read is not main
+        assert reader(main) is read
+        async with read.connect() as conn:
+            assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+            assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+        pool = read.sync_engine.pool
+        assert pool.size() == SQLITE_READ_POOL  # type: ignore[attr-defined]
+        assert pool.checkedin() == 1  # type: ignore[attr-defined]
+    finally:
+        await main.dispose()
+    assert pool.checkedin() == 0  # type: ignore[attr-defined]  # closed with the engine
 
 
 async def test_no_read_goes_through_sqlalchemy_execute(
