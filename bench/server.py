@@ -16,6 +16,8 @@ import argparse
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from hangar.auth.apikey import KeyAuthenticator, KeyContext
 from hangar.auth.ratelimit import Limit, RateLimiter
 from hangar.config import Settings, load_settings
@@ -39,14 +41,18 @@ class BypassedKeys:
     """Authenticates the first request for real, then hands every later one the same
     caller: no key lookup, no counters."""
 
+    refuse_malformed = staticmethod(KeyAuthenticator.refuse_malformed)
+
     def __init__(self, real: KeyAuthenticator) -> None:
         self._real = real
         self._known: dict[tuple[str | None, str], KeyContext] = {}
 
-    async def authenticate(self, raw_key: str | None, scope: str, *, missing: str) -> KeyContext:
+    async def authenticate(
+        self, raw_key: str | None, scope: str, *, missing: str, conn: AsyncConnection | None = None
+    ) -> KeyContext:
         found = self._known.get((raw_key, scope))
         if found is None:
-            found = await self._real.authenticate(raw_key, scope, missing=missing)
+            found = await self._real.authenticate(raw_key, scope, missing=missing, conn=conn)
             self._known[(raw_key, scope)] = found
         return found
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.engine import SQLITE_READ_POOL, make_engine, reader
@@ -74,3 +74,27 @@ async def test_no_read_goes_through_sqlalchemy_execute(
         response = await client.get(API + url, headers=org.auth)
         assert response.status_code == 200, (url, response.text)
     assert executed == []
+
+
+async def test_a_request_checks_out_one_read_connection_and_a_malformed_key_none(
+    client: httpx.AsyncClient, org: Org, engine: AsyncEngine
+) -> None:
+    checkouts: list[object] = []
+
+    def count(*_: object) -> None:
+        checkouts.append(_)
+
+    pool = reader(engine).sync_engine.pool
+    event.listen(pool, "checkout", count)
+    try:
+        for url in ("/aircraft", "/reservations?limit=2", f"/reservations.ics?token={org.key}"):
+            checkouts.clear()
+            assert (await client.get(API + url, headers=org.auth)).status_code == 200
+            assert len(checkouts) == 1, url  # the key lookup and the data, on one connection
+        checkouts.clear()
+        for auth in ({}, {"Authorization": "Bearer svc_pk_short"}):
+            assert (await client.get(f"{API}/aircraft", headers=auth)).status_code == 401
+        assert (await client.get(f"{API}/reservations.ics?token=nope")).status_code == 401
+        assert checkouts == []
+    finally:
+        event.remove(pool, "checkout", count)
