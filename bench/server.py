@@ -33,8 +33,16 @@ class RoomyLimiter:
         self._inner = inner
 
     async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
-        roomy = tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)
-        return await self._inner.hit(subject, roomy, now)
+        return await self._inner.hit(subject, _roomy(limits), now)
+
+    async def exceeded(
+        self, subject: str, limits: tuple[Limit, ...], now: datetime
+    ) -> Limit | None:
+        return await self._inner.exceeded(subject, _roomy(limits), now)
+
+
+def _roomy(limits: tuple[Limit, ...]) -> tuple[Limit, ...]:
+    return tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)
 
 
 class BypassedKeys:
@@ -90,9 +98,13 @@ def main() -> None:
     args = parser.parse_args()
 
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    from hangar.access_log import log_config
 
     app = build_app(args.mode, load_settings())
-    # As hangar.cli.run_server does.
+    # As hangar.cli.run_server does: hangar's access log redacts ?token= (work a real request
+    # does); the baseline logs with uvicorn's own configuration, unfiltered.
     uvicorn.run(
         app,
         host=args.host,
@@ -100,6 +112,7 @@ def main() -> None:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        log_config=LOGGING_CONFIG if args.mode == "baseline" else log_config(),
         proxy_headers=False,
     )
 
