@@ -16,6 +16,8 @@ import argparse
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from hangar.auth.apikey import KeyAuthenticator, KeyContext
 from hangar.auth.ratelimit import Limit, RateLimiter
 from hangar.config import Settings, load_settings
@@ -31,22 +33,34 @@ class RoomyLimiter:
         self._inner = inner
 
     async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
-        roomy = tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)
-        return await self._inner.hit(subject, roomy, now)
+        return await self._inner.hit(subject, _roomy(limits), now)
+
+    async def exceeded(
+        self, subject: str, limits: tuple[Limit, ...], now: datetime
+    ) -> Limit | None:
+        return await self._inner.exceeded(subject, _roomy(limits), now)
+
+
+def _roomy(limits: tuple[Limit, ...]) -> tuple[Limit, ...]:
+    return tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)
 
 
 class BypassedKeys:
     """Authenticates the first request for real, then hands every later one the same
     caller: no key lookup, no counters."""
 
+    refuse_malformed = staticmethod(KeyAuthenticator.refuse_malformed)
+
     def __init__(self, real: KeyAuthenticator) -> None:
         self._real = real
         self._known: dict[tuple[str | None, str], KeyContext] = {}
 
-    async def authenticate(self, raw_key: str | None, scope: str, *, missing: str) -> KeyContext:
+    async def authenticate(
+        self, raw_key: str | None, scope: str, *, missing: str, conn: AsyncConnection | None = None
+    ) -> KeyContext:
         found = self._known.get((raw_key, scope))
         if found is None:
-            found = await self._real.authenticate(raw_key, scope, missing=missing)
+            found = await self._real.authenticate(raw_key, scope, missing=missing, conn=conn)
             self._known[(raw_key, scope)] = found
         return found
 
@@ -84,9 +98,13 @@ def main() -> None:
     args = parser.parse_args()
 
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    from hangar.access_log import log_config
 
     app = build_app(args.mode, load_settings())
-    # As hangar.cli.run_server does.
+    # As hangar.cli.run_server does: hangar's access log redacts ?token= (work a real request
+    # does); the baseline logs with uvicorn's own configuration, unfiltered.
     uvicorn.run(
         app,
         host=args.host,
@@ -94,6 +112,7 @@ def main() -> None:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        log_config=LOGGING_CONFIG if args.mode == "baseline" else log_config(),
         proxy_headers=False,
     )
 

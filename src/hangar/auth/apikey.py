@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.keys import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
@@ -54,30 +55,50 @@ class KeyAuthenticator:
         self._services = services
         self._touched: dict[uuid.UUID, datetime] = {}
 
-    async def authenticate(self, raw_key: str | None, scope: str, *, missing: str) -> KeyContext:
-        services = self._services
-        now = services.clock.now()
+    @staticmethod
+    def refuse_malformed(raw_key: str | None, missing: str) -> str:
+        """The key, if it can be one: a missing or malformed key is refused (401) before
+        any database work."""
         if not raw_key:
             raise ApiError(401, "UNAUTHORIZED", missing)
         if not is_well_formed(raw_key):
             raise ApiError(401, "UNAUTHORIZED", INVALID)
+        return raw_key
+
+    async def authenticate(
+        self,
+        raw_key: str | None,
+        scope: str,
+        *,
+        missing: str,
+        conn: AsyncConnection | None = None,
+    ) -> KeyContext:
+        """The caller of `raw_key`, allowed `scope`. The key is looked up on `conn` (the
+        request's read connection, so a request checks out one connection, not two), or on
+        a connection of its own."""
+        key = self.refuse_malformed(raw_key, missing)
+        if conn is None:
+            async with reader(self._services.engine).connect() as own:
+                return await self._authenticate(own, key, scope)
+        return await self._authenticate(conn, key, scope)
+
+    async def _authenticate(self, conn: AsyncConnection, raw_key: str, scope: str) -> KeyContext:
+        services = self._services
+        now = services.clock.now()
         digest = hash_key(raw_key)
-        async with reader(services.engine).connect() as conn:
-            found = await _LOOKUP.rows(conn, {"digest": digest})
-            row = found[0] if found else None
-            if (
-                row is None
-                or not hmac.compare_digest(row["key_hash"], digest)
-                or row["revoked_at"] is not None
-                or (row["expires_at"] is not None and row["expires_at"] <= now)
-            ):
-                raise ApiError(401, "UNAUTHORIZED", INVALID)
-            key_id: uuid.UUID = row["id"]
-            if self._due_for_touch(key_id, row["last_used_at"], now):
-                await conn.execute(
-                    update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now)
-                )
-                await conn.commit()
+        found = await _LOOKUP.rows(conn, {"digest": digest})
+        row = found[0] if found else None
+        if (
+            row is None
+            or not hmac.compare_digest(row["key_hash"], digest)
+            or row["revoked_at"] is not None
+            or (row["expires_at"] is not None and row["expires_at"] <= now)
+        ):
+            raise ApiError(401, "UNAUTHORIZED", INVALID)
+        key_id: uuid.UUID = row["id"]
+        if self._due_for_touch(key_id, row["last_used_at"], now):
+            await conn.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now))
+            await conn.commit()
         refused = await services.limiter.hit(f"key:{key_id}", API_LIMITS, now)
         if refused is not None:
             raise ApiError(429, "RATE_LIMITED", f"Rate limit exceeded: {refused.label} per API key")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
@@ -58,17 +60,32 @@ def _bearer(request: Request) -> str | None:
     return value.strip() or None if scheme.lower() == "bearer" else None
 
 
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated caller of a request, and the request's one read connection (its key
+    was looked up on it: one checkout per request, not one for the key and one for the data)."""
+
+    key: KeyContext
+    conn: AsyncConnection
+
+
 def key_for(scope: str, *, from_query: bool = False) -> Any:
-    """A dependency that authenticates the caller and demands `scope`."""
+    """A dependency that authenticates the caller, demands `scope`, and lends the request a
+    read connection until its operation returns."""
+    missing = MISSING_TOKEN if from_query else MISSING
 
-    async def dependency(request: Request) -> KeyContext:
+    async def dependency(request: Request) -> AsyncIterator[Caller]:
         authenticator: KeyAuthenticator = request.app.state.keys
-        if from_query:
-            raw = request.query_params.get("token")
-            return await authenticator.authenticate(raw, scope, missing=MISSING_TOKEN)
-        return await authenticator.authenticate(_bearer(request), scope, missing=MISSING)
+        raw = request.query_params.get("token") if from_query else _bearer(request)
+        authenticator.refuse_malformed(raw, missing)  # no connection for a key that cannot be
+        services: Services = request.app.state.services
+        async with reader(services.engine).connect() as conn:
+            key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
+            yield Caller(key, conn)
 
-    return Depends(dependency)
+    # "function": the connection goes back to the pool when the operation returns, before
+    # the response is sent.
+    return Depends(dependency, scope="function")
 
 
 def _doc(
@@ -106,7 +123,7 @@ def _canonical(moment: datetime | None) -> str:
 )
 async def list_reservations(
     request: Request,
-    key: Annotated[KeyContext, key_for("read:reservations")],
+    caller: Annotated[Caller, key_for("read:reservations")],
     limit: Annotated[int, Query(ge=1, le=500, description="Page size")] = 100,
     after: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
     aircraft_id: str | None = None,
@@ -119,7 +136,7 @@ async def list_reservations(
         AwareDateTime | None, Query(description="Only reservations starting before")
     ] = None,
 ) -> Response:
-    services = _services(request)
+    services, key = _services(request), caller.key
     # The cursor is bound to the filters as sent, so a changed filter invalidates it.
     context = "|".join(
         (
@@ -142,8 +159,7 @@ async def list_reservations(
         pilot_id is not None and filters.pilot_id is None
     ):
         return json_response({"items": [], "next_cursor": None})  # no id of ours looks so
-    async with reader(services.engine).connect() as conn:
-        items = await reservation_queries.page(conn, key, filters, position, limit)
+    items = await reservation_queries.page(caller.conn, key, filters, position, limit)
     next_cursor = None
     if len(items) == limit:
         last = items[-1]
@@ -157,17 +173,13 @@ async def list_reservations(
 
 
 @router.get("/aircraft", **_doc("read:aircraft", list[Aircraft], "List the fleet"))
-async def list_aircraft(
-    request: Request, key: Annotated[KeyContext, key_for("read:aircraft")]
-) -> Response:
-    async with reader(_services(request).engine).connect() as conn:
-        return json_response(await fleet_queries.fleet(conn, key))
+async def list_aircraft(caller: Annotated[Caller, key_for("read:aircraft")]) -> Response:
+    return json_response(await fleet_queries.fleet(caller.conn, caller.key))
 
 
 @router.get("/squawks", **_doc("read:squawks", list[Squawk], "List the 500 most recent squawks"))
 async def list_squawks(
-    request: Request,
-    key: Annotated[KeyContext, key_for("read:squawks")],
+    caller: Annotated[Caller, key_for("read:squawks")],
     status: SquawkStatus | None = None,
     aircraft_id: str | None = None,
     is_grounding: StrictBool | None = None,
@@ -175,19 +187,15 @@ async def list_squawks(
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
-    async with reader(_services(request).engine).connect() as conn:
-        rows = await squawk_queries.recent(
-            conn, key, status=status, aircraft_id=aircraft, is_grounding=is_grounding
-        )
+    rows = await squawk_queries.recent(
+        caller.conn, caller.key, status=status, aircraft_id=aircraft, is_grounding=is_grounding
+    )
     return json_response(rows)
 
 
 @router.get("/members", **_doc("read:members", list[Member], "List memberships"))
-async def list_members(
-    request: Request, key: Annotated[KeyContext, key_for("read:members")]
-) -> Response:
-    async with reader(_services(request).engine).connect() as conn:
-        return json_response(await member_queries.members(conn, key))
+async def list_members(caller: Annotated[Caller, key_for("read:members")]) -> Response:
+    return json_response(await member_queries.members(caller.conn, caller.key))
 
 
 @router.get(
@@ -195,15 +203,14 @@ async def list_members(
     **_doc("read:maintenance", list[MaintenanceLog], "List the 500 most recent log entries"),
 )
 async def list_maintenance_logs(
-    request: Request,
-    key: Annotated[KeyContext, key_for("read:maintenance")],
+    caller: Annotated[Caller, key_for("read:maintenance")],
     aircraft_id: str | None = None,
 ) -> Response:
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
-    async with reader(_services(request).engine).connect() as conn:
-        return json_response(await maintenance_queries.logs(conn, key, aircraft_id=aircraft))
+    rows = await maintenance_queries.logs(caller.conn, caller.key, aircraft_id=aircraft)
+    return json_response(rows)
 
 
 @router.get(
@@ -211,12 +218,11 @@ async def list_maintenance_logs(
     **_doc("read:maintenance", list[WorkOrder], "List the 500 most recent work orders"),
 )
 async def list_work_orders(
-    request: Request,
-    key: Annotated[KeyContext, key_for("read:maintenance")],
+    caller: Annotated[Caller, key_for("read:maintenance")],
     status: WorkOrderStatus | None = None,
 ) -> Response:
-    async with reader(_services(request).engine).connect() as conn:
-        return json_response(await maintenance_queries.work_orders(conn, key, status=status))
+    rows = await maintenance_queries.work_orders(caller.conn, caller.key, status=status)
+    return json_response(rows)
 
 
 @router.get(
@@ -225,14 +231,13 @@ async def list_work_orders(
 )
 async def reservations_feed(
     request: Request,
-    key: Annotated[KeyContext, key_for("read:reservations", from_query=True)],
+    caller: Annotated[Caller, key_for("read:reservations", from_query=True)],
     token: Annotated[
         str | None,
         Query(description="The full API key (calendar clients cannot send headers)"),
     ] = None,
 ) -> Response:
     services = _services(request)
-    async with reader(services.engine).connect() as conn:
-        rows = await reservation_queries.calendar(conn, key)
+    rows = await reservation_queries.calendar(caller.conn, caller.key)
     body = calendar.feed(rows, domain=services.settings.service_domain, now=services.clock.now())
     return Response(body, media_type="text/calendar; charset=utf-8")

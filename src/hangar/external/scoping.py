@@ -1,7 +1,7 @@
 """The one place the public API decides which rows a key may see.
 
-Every read query of /api/v1/external starts from `visible(...)` (or `scoped(...)`, its form
-built once with the organization as a bound parameter, run by `rows(...)` with the key's):
+Every read query of /api/v1/external starts from `scoped(...)`, built once with the
+organization as a bound parameter, and is run by `rows(...)` with the key's organization:
 rows of the key's organization that are not soft-deleted. No route filters by organization
 on its own.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from sqlalchemy import Select, bindparam, select
-from sqlalchemy.engine import CursorResult
+from sqlalchemy import BindParameter, Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
@@ -27,20 +26,19 @@ class OrgOwned(Protocol):
     deleted_at: Any
 
 
-def visible(model: type[OrgOwned], key: KeyContext, *columns: Any) -> Select[Any]:
-    return select(*columns).where(model.org_id == key.org_id, model.deleted_at.is_(None))
-
-
-def as_dicts(result: CursorResult[Any]) -> list[dict[str, Any]]:
-    """Rows as plain dicts keyed by their labels, ready for orjson."""
-    keys = tuple(result.keys())
-    return [dict(zip(keys, row, strict=True)) for row in result]
+def bound(name: str, column: Any) -> BindParameter[Any]:
+    """A named parameter of `column`'s type, for a filter of a statement built once."""
+    return bindparam(name, type_=column.type)
 
 
 def scoped(model: type[OrgOwned], *columns: Any) -> Select[Any]:
-    """`visible` with the organization left as a parameter, for statements built once."""
+    """The visible rows of `model`, the organization left as a parameter for `rows`.
+
+    Build it at the first request (not at import): a foreign key column such as org_id has
+    no type until the table it refers to is declared.
+    """
     return select(*columns).where(
-        model.org_id == bindparam(ORG_PARAM, type_=model.org_id.type),
+        model.org_id == bound(ORG_PARAM, model.org_id),
         model.deleted_at.is_(None),
     )
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
+from hangar.db.engine import Read
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.external.schemas import field_names
-from hangar.external.scoping import as_dicts, visible
+from hangar.external.scoping import rows, scoped
 from hangar.fleet.models import Aircraft
 
 COLUMNS = [getattr(Aircraft, name) for name in field_names(AircraftOut)]
 
 
+@functools.cache
+def _fleet() -> Read:
+    # Built at the first request, once every model (and so every column type) is declared.
+    return Read(scoped(Aircraft, *COLUMNS).order_by(Aircraft.tail_number, Aircraft.id))
+
+
 async def fleet(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
-    stmt = visible(Aircraft, key, *COLUMNS).order_by(Aircraft.tail_number, Aircraft.id)
-    return as_dicts(await conn.execute(stmt))
+    return await rows(conn, _fleet(), key)

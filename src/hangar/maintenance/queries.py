@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -9,10 +10,11 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
+from hangar.db.engine import Read
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
 from hangar.external.schemas import field_names
-from hangar.external.scoping import as_dicts, visible
+from hangar.external.scoping import bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 
 RECENT_LIMIT = 500
@@ -20,7 +22,12 @@ WORK_PERFORMED_LIMIT = 1000
 
 # The full text stays in the database; the public API sends the first 1000 characters.
 _LOG_COLUMNS = [
-    func.substr(MaintenanceLog.work_performed, 1, WORK_PERFORMED_LIMIT).label("work_performed")
+    func.substr(
+        MaintenanceLog.work_performed,
+        1,
+        WORK_PERFORMED_LIMIT,
+        type_=MaintenanceLog.work_performed.type,
+    ).label("work_performed")
     if name == "work_performed"
     else getattr(MaintenanceLog, name)
     for name in field_names(MaintenanceLogOut)
@@ -28,21 +35,41 @@ _LOG_COLUMNS = [
 _WORK_ORDER_COLUMNS = [getattr(WorkOrder, name) for name in field_names(WorkOrderOut)]
 
 
+# Each built at its first request (once every column type is declared), one statement per
+# combination of filters present, the values as bound parameters.
+
+
+@functools.cache
+def _logs(aircraft: bool) -> Read:
+    stmt = scoped(MaintenanceLog, *_LOG_COLUMNS)
+    if aircraft:
+        stmt = stmt.where(
+            MaintenanceLog.aircraft_id == bound("aircraft_id", MaintenanceLog.aircraft_id)
+        )
+    stmt = stmt.order_by(MaintenanceLog.event_date.desc().nulls_last(), MaintenanceLog.id.desc())
+    return Read(stmt.limit(RECENT_LIMIT))
+
+
+@functools.cache
+def _work_orders(status: bool) -> Read:
+    stmt = scoped(WorkOrder, *_WORK_ORDER_COLUMNS)
+    if status:
+        stmt = stmt.where(WorkOrder.status == bound("status", WorkOrder.status))
+    stmt = stmt.order_by(WorkOrder.created_at.desc().nulls_last(), WorkOrder.id.desc())
+    return Read(stmt.limit(RECENT_LIMIT))
+
+
 async def logs(
     conn: AsyncConnection, key: KeyContext, *, aircraft_id: uuid.UUID | None
 ) -> list[dict[str, Any]]:
-    stmt = visible(MaintenanceLog, key, *_LOG_COLUMNS)
-    if aircraft_id is not None:
-        stmt = stmt.where(MaintenanceLog.aircraft_id == aircraft_id)
-    stmt = stmt.order_by(MaintenanceLog.event_date.desc().nulls_last(), MaintenanceLog.id.desc())
-    return as_dicts(await conn.execute(stmt.limit(RECENT_LIMIT)))
+    if aircraft_id is None:
+        return await rows(conn, _logs(False), key)
+    return await rows(conn, _logs(True), key, aircraft_id=aircraft_id)
 
 
 async def work_orders(
     conn: AsyncConnection, key: KeyContext, *, status: str | None
 ) -> list[dict[str, Any]]:
-    stmt = visible(WorkOrder, key, *_WORK_ORDER_COLUMNS)
-    if status is not None:
-        stmt = stmt.where(WorkOrder.status == status)
-    stmt = stmt.order_by(WorkOrder.created_at.desc().nulls_last(), WorkOrder.id.desc())
-    return as_dicts(await conn.execute(stmt.limit(RECENT_LIMIT)))
+    if status is None:
+        return await rows(conn, _work_orders(False), key)
+    return await rows(conn, _work_orders(True), key, status=status)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
-from hangar.external.scoping import as_dicts, visible
+from hangar.db.engine import Read
+from hangar.external.scoping import rows, scoped
 from hangar.orgs.models import Membership, Role, User
 
 FULL_SCOPE = "read:members.full"
@@ -23,11 +25,15 @@ _COLUMNS = [
 _CONTACT_COLUMNS = [User.email, User.first_name, User.last_name, User.phone]
 
 
-async def members(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
-    full = FULL_SCOPE in key.scopes
-    stmt = visible(Membership, key, *_COLUMNS, *(_CONTACT_COLUMNS if full else ()))
+@functools.cache
+def _members(full: bool) -> Read:
+    # Built at the first request, once every model (and so every column type) is declared.
+    stmt = scoped(Membership, *_COLUMNS, *(_CONTACT_COLUMNS if full else ()))
     stmt = stmt.outerjoin(Role, Role.id == Membership.role_id)
     if full:
         stmt = stmt.join(User, User.id == Membership.user_id)
-    stmt = stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id)
-    return as_dicts(await conn.execute(stmt))
+    return Read(stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id))
+
+
+async def members(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+    return await rows(conn, _members(FULL_SCOPE in key.scopes), key)

@@ -24,8 +24,8 @@ from hangar.db.engine import Read
 from hangar.external.cursor import Position
 from hangar.external.schemas import Reservation as ReservationOut
 from hangar.external.schemas import field_names
+from hangar.external.scoping import bound, scoped
 from hangar.external.scoping import rows as scoped_rows
-from hangar.external.scoping import scoped
 from hangar.reservations.models import Reservation
 
 COLUMNS = [getattr(Reservation, name) for name in field_names(ReservationOut)]
@@ -46,10 +46,6 @@ class Filters:
         return self.start_after is not None or self.start_before is not None
 
 
-def _param(name: str, column: Any) -> Any:
-    return bindparam(name, type_=column.type)
-
-
 @functools.cache
 def _dated(shape: tuple[bool, ...], after: bool) -> Read:
     """The dated run of a page, for one combination of filters present."""
@@ -58,7 +54,7 @@ def _dated(shape: tuple[bool, ...], after: bool) -> Read:
         stmt = stmt.where(
             tuple_(Reservation.start_time, Reservation.id)
             < tuple_(
-                _param("after_start", Reservation.start_time), _param("after_id", Reservation.id)
+                bound("after_start", Reservation.start_time), bound("after_id", Reservation.id)
             )
         )
     stmt = stmt.order_by(Reservation.start_time.desc(), Reservation.id.desc())
@@ -70,7 +66,7 @@ def _undated(shape: tuple[bool, ...], after: bool) -> Read:
     """The undated run of a page (no start-time bound can be in `shape`)."""
     stmt = _filtered(shape).where(Reservation.start_time.is_(None))
     if after:
-        stmt = stmt.where(Reservation.id < _param("after_id", Reservation.id))
+        stmt = stmt.where(Reservation.id < bound("after_id", Reservation.id))
     return Read(stmt.order_by(Reservation.id.desc()).limit(bindparam("limit")))
 
 
@@ -88,7 +84,7 @@ def _filtered(shape: tuple[bool, ...]) -> Select[Any]:
     stmt = scoped(Reservation, *COLUMNS)
     for present, (name, column, op) in zip(shape, _FILTER_COLUMNS, strict=True):
         if present:
-            stmt = stmt.where(op(column, _param(name, column)))
+            stmt = stmt.where(op(column, bound(name, column)))
     return stmt
 
 
@@ -120,21 +116,24 @@ async def page(
     return rows
 
 
-_CALENDAR = Read(
-    scoped(
-        Reservation,
-        Reservation.id,
-        Reservation.aircraft_id,
-        Reservation.activity_type,
-        Reservation.start_time,
-        Reservation.end_time,
-        Reservation.status,
+@functools.cache
+def _calendar() -> Read:
+    # Built at the first request, once every column type is declared (see `scoped`).
+    return Read(
+        scoped(
+            Reservation,
+            Reservation.id,
+            Reservation.aircraft_id,
+            Reservation.activity_type,
+            Reservation.start_time,
+            Reservation.end_time,
+            Reservation.status,
+        )
+        .where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
+        .order_by(Reservation.start_time.desc(), Reservation.id.desc())
+        .limit(CALENDAR_LIMIT)
     )
-    .where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
-    .order_by(Reservation.start_time.desc(), Reservation.id.desc())
-    .limit(CALENDAR_LIMIT)
-)
 
 
 async def calendar(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
-    return await scoped_rows(conn, _CALENDAR, key)
+    return await scoped_rows(conn, _calendar(), key)

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
+from hangar.db.engine import Read
 from hangar.external.schemas import Squawk as SquawkOut
 from hangar.external.schemas import field_names
-from hangar.external.scoping import as_dicts, visible
+from hangar.external.scoping import bound, rows, scoped
 from hangar.squawks.models import Squawk
 
 COLUMNS = [getattr(Squawk, name) for name in field_names(SquawkOut)]
 RECENT_LIMIT = 500
+
+
+@functools.cache
+def _recent(status: bool, aircraft: bool, is_grounding: bool | None) -> Read:
+    """One statement per combination of filters present (values are bound parameters;
+    is_grounding, a boolean, is written into the SQL as before: IS true / IS false)."""
+    stmt = scoped(Squawk, *COLUMNS)
+    if status:
+        stmt = stmt.where(Squawk.status == bound("status", Squawk.status))
+    if aircraft:
+        stmt = stmt.where(Squawk.aircraft_id == bound("aircraft_id", Squawk.aircraft_id))
+    if is_grounding is not None:
+        stmt = stmt.where(Squawk.is_grounding.is_(is_grounding))
+    stmt = stmt.order_by(Squawk.created_at.desc().nulls_last(), Squawk.id.desc())
+    return Read(stmt.limit(RECENT_LIMIT))
 
 
 async def recent(
@@ -25,12 +42,6 @@ async def recent(
     aircraft_id: uuid.UUID | None,
     is_grounding: bool | None,
 ) -> list[dict[str, Any]]:
-    stmt = visible(Squawk, key, *COLUMNS)
-    if status is not None:
-        stmt = stmt.where(Squawk.status == status)
-    if aircraft_id is not None:
-        stmt = stmt.where(Squawk.aircraft_id == aircraft_id)
-    if is_grounding is not None:
-        stmt = stmt.where(Squawk.is_grounding.is_(is_grounding))
-    stmt = stmt.order_by(Squawk.created_at.desc().nulls_last(), Squawk.id.desc())
-    return as_dicts(await conn.execute(stmt.limit(RECENT_LIMIT)))
+    read = _recent(status is not None, aircraft_id is not None, is_grounding)
+    params = {"status": status, "aircraft_id": aircraft_id}
+    return await rows(conn, read, key, **{k: v for k, v in params.items() if v is not None})

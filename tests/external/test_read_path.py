@@ -1,0 +1,100 @@
+"""How the public API reads: statements built once and run on the driver's connection
+(hangar.db.engine.Read), through the read engine (hangar.db.engine.reader)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from hangar.db.engine import SQLITE_READ_POOL, make_engine, reader
+from hangar.fleet.models import Aircraft
+from hangar.squawks.models import Squawk
+from tests.factories import T0, Org
+
+API = "/api/v1/external"
+
+
+async def test_sqlite_reads_have_a_small_pool_of_their_own_disposed_with_the_engine(
+    engine: AsyncEngine,
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite only: on PostgreSQL reads share the pool, in autocommit")
+    main = make_engine(f"sqlite:///{engine.url.database}")
+    try:
+        read = reader(main)
+        assert read is not main
+        assert reader(main) is read
+        async with read.connect() as conn:
+            assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+            assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+        pool = read.sync_engine.pool
+        assert pool.size() == SQLITE_READ_POOL  # type: ignore[attr-defined]
+        assert pool.checkedin() == 1  # type: ignore[attr-defined]
+    finally:
+        await main.dispose()
+    assert pool.checkedin() == 0  # type: ignore[attr-defined]  # closed with the engine
+
+
+async def test_no_read_goes_through_sqlalchemy_execute(
+    client: httpx.AsyncClient, org: Org, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plane = await org.add(Aircraft)
+    await org.add(Squawk, aircraft_id=plane["id"], created_at=T0, is_grounding=True)
+    plane_id = str(plane["id"])
+    urls = [
+        "/reservations?limit=5",
+        f"/reservations?aircraft_id={plane_id}&status=confirmed"
+        "&start_after=2020-01-01T00:00:00Z&start_before=2030-01-01T00:00:00Z",
+        "/aircraft",
+        "/squawks",
+        f"/squawks?status=open&aircraft_id={plane_id}&is_grounding=true",
+        "/members",
+        "/maintenance-logs",
+        f"/maintenance-logs?aircraft_id={plane_id}",
+        "/work-orders",
+        "/work-orders?status=open",
+        f"/reservations.ics?token={org.key}",
+    ]
+    # The first request writes the key's last_used_at (a real UPDATE): let it happen first.
+    assert (await client.get(f"{API}/aircraft", headers=org.auth)).status_code == 200
+
+    executed: list[str] = []
+    real = AsyncConnection.execute
+
+    async def spy(self: AsyncConnection, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        executed.append(str(statement))
+        return await real(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncConnection, "execute", spy)
+    for url in urls:
+        response = await client.get(API + url, headers=org.auth)
+        assert response.status_code == 200, (url, response.text)
+    assert executed == []
+
+
+async def test_a_request_checks_out_one_read_connection_and_a_malformed_key_none(
+    client: httpx.AsyncClient, org: Org, engine: AsyncEngine
+) -> None:
+    checkouts: list[object] = []
+
+    def count(*_: object) -> None:
+        checkouts.append(_)
+
+    pool = reader(engine).sync_engine.pool
+    event.listen(pool, "checkout", count)
+    try:
+        for url in ("/aircraft", "/reservations?limit=2", f"/reservations.ics?token={org.key}"):
+            checkouts.clear()
+            assert (await client.get(API + url, headers=org.auth)).status_code == 200
+            assert len(checkouts) == 1, url  # the key lookup and the data, on one connection
+        checkouts.clear()
+        for auth in ({}, {"Authorization": "Bearer svc_pk_short"}):
+            assert (await client.get(f"{API}/aircraft", headers=auth)).status_code == 401
+        assert (await client.get(f"{API}/reservations.ics?token=nope")).status_code == 401
+        assert checkouts == []
+    finally:
+        event.remove(pool, "checkout", count)
