@@ -34,7 +34,7 @@ from hangar.ids import new_id
 from hangar.orgs.commands import create_org
 from hangar.services import Services, build_services
 from hangar.webhooks.models import Delivery, Event, Subscription
-from hangar.webhooks.outbox import record, serialize
+from hangar.webhooks.outbox import pending_delivery, record, serialize
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
@@ -441,17 +441,7 @@ async def backlog(settings: Settings, org_id: uuid.UUID, events: int) -> None:
                 for seq in range(start, min(start + chunk, events))
             ]
             deliveries = [
-                {
-                    "id": new_id(),
-                    "org_id": org_id,
-                    "subscription_id": sub_id,
-                    "event_id": row["id"],
-                    "event_name": row["name"],
-                    "status": "pending",
-                    "attempts_made": 0,
-                    "next_attempt_at": now,
-                    "created_at": now,
-                }
+                pending_delivery(org_id, sub_id, row["id"], row["name"], now)
                 for row in rows
                 for sub_id in subs
             ]

@@ -56,20 +56,10 @@ async def record(
         )
     ).all()
     deliveries = [
-        {
-            "id": new_id(),
-            "org_id": org_id,
-            "subscription_id": sub.id,
-            "event_id": event["id"],
-            "event_name": event["name"],
-            "status": "pending",
-            "attempts_made": 0,
-            "next_attempt_at": now,
-            "created_at": now,
-        }
-        for event in events
+        pending_delivery(org_id, sub.id, event_id, name, now)
+        for event_id, name in zip(ids, names, strict=True)
         for sub in subscriptions
-        if ALL_EVENTS in sub.events or event["name"] in sub.events
+        if ALL_EVENTS in sub.events or name in sub.events
     ]
     if deliveries:
         await conn.execute(insert(Delivery), deliveries)
@@ -92,22 +82,32 @@ async def enqueue_to(
             id=event_id, org_id=org_id, name=name, data=serialize(data), created_at=now
         )
     )
-    delivery_id = new_id()
-    await conn.execute(
-        insert(Delivery).values(
-            id=delivery_id,
-            org_id=org_id,
-            subscription_id=subscription_id,
-            event_id=event_id,
-            event_name=name,
-            status="pending",
-            attempts_made=0,
-            next_attempt_at=now,
-            created_at=now,
-        )
-    )
+    delivery = pending_delivery(org_id, subscription_id, event_id, name, now)
+    await conn.execute(insert(Delivery).values(**delivery))
     await wake_dispatchers(conn)
+    delivery_id: uuid.UUID = delivery["id"]
     return delivery_id
+
+
+def pending_delivery(
+    org_id: uuid.UUID,
+    subscription_id: uuid.UUID,
+    event_id: uuid.UUID,
+    event_name: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """The row of a delivery waiting for its first attempt, due at once."""
+    return {
+        "id": new_id(),
+        "org_id": org_id,
+        "subscription_id": subscription_id,
+        "event_id": event_id,
+        "event_name": event_name,
+        "status": "pending",
+        "attempts_made": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+    }
 
 
 async def wake_dispatchers(conn: AsyncConnection) -> None:
