@@ -268,7 +268,7 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
         )
         log(f"G9: walking every page of the {n}-row organization")
         try:
-            before = peak_rss_mb(PIDS[hangar])
+            at_start = peak_rss_mb(PIDS[hangar])
             rows, pages, seconds = walk(hangar, data.key)
             peak = peak_rss_mb(PIDS[hangar])
             run.add(
@@ -276,7 +276,7 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
                     "G9",
                     f"server peak RSS walking the whole {n}-row organization "
                     f"({rows:,} rows, {pages:,} pages of 500 in {seconds:.0f} s), {label}",
-                    f"{peak:.0f} MB (peak before the walk {before:.0f} MB)",
+                    f"{peak:.0f} MB (peak before the walk {at_start:.0f} MB)",
                     "-",
                     None,
                     "<= 250 MB",

@@ -430,19 +430,21 @@ async def backlog(settings: Settings, org_id: uuid.UUID, events: int) -> None:
         now = datetime.now(UTC)
         chunk = 2000
         for start in range(0, events, chunk):
+            seqs = range(start, min(start + chunk, events))
+            ids = [new_id() for _ in seqs]
             rows = [
                 {
-                    "id": new_id(),
+                    "id": event_id,
                     "org_id": org_id,
                     "name": "squawk.created",
                     "data": serialize(_data(seq)),
                     "created_at": now,
                 }
-                for seq in range(start, min(start + chunk, events))
+                for seq, event_id in zip(seqs, ids, strict=True)
             ]
             deliveries = [
-                pending_delivery(org_id, sub_id, row["id"], row["name"], now)
-                for row in rows
+                pending_delivery(org_id, sub_id, event_id, "squawk.created", now)
+                for event_id in ids
                 for sub_id in subs
             ]
             async with services.engine.begin() as conn:
