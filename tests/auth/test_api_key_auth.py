@@ -241,3 +241,35 @@ async def test_a_bad_key_is_401_before_any_scope_question(
             update(ApiKey).where(ApiKey.key_hash == hash_key(key)).values(revoked_at=clock.now())
         )
     assert_401(await client.get(AIRCRAFT, headers=bearer(key)), "invalid or revoked")
+
+
+# A query that the operations taking `limit` or `status` refuse with 422 once the key is
+# accepted (the others ignore what they do not take).
+_BAD_QUERY = {"limit": "0", "status": "no-such-status"}
+_VALIDATING = {
+    "/api/v1/external/reservations",
+    "/api/v1/external/squawks",
+    "/api/v1/external/work-orders",
+}
+
+
+@pytest.mark.parametrize(("path", "scope"), OPERATIONS)
+async def test_the_key_is_judged_before_the_parameters(
+    client: httpx.AsyncClient, org: Org, path: str, scope: str
+) -> None:
+    """401 and 403 come before 422: a caller without a valid key, or without the scope,
+    learns nothing about the parameters an operation takes."""
+    unknown = generate_key().key
+
+    async def bad_query_with(key: str) -> httpx.Response:
+        if path == FEED:
+            return await client.get(path, params={**_BAD_QUERY, "token": key})
+        return await client.get(path, params=_BAD_QUERY, headers=bearer(key))
+
+    assert_401(await bad_query_with(unknown), "invalid or revoked")
+    other_scope = next(s for s in SCOPES if s != scope and not s.startswith(scope))
+    refused = await bad_query_with(await org.key_with(other_scope))
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["code"] == "INSUFFICIENT_SCOPE"
+    accepted = await bad_query_with(await org.key_with(scope))
+    assert accepted.status_code == (422 if path in _VALIDATING else 200), accepted.text

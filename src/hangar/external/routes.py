@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
+from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
@@ -38,7 +39,6 @@ from hangar.services import Services
 from hangar.squawks import queries as squawk_queries
 
 PREFIX = "/api/v1/external"
-router = APIRouter(prefix=PREFIX, tags=["external"])
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing, malformed, unknown, revoked or expired key"},
@@ -50,6 +50,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _CURSOR_ERROR: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "INVALID_CURSOR: `after` is not from these results"},
 }
+_SCOPE = "x-required-scope"
+_QUERY_KEY = "calendarToken"
 
 
 def _bearer(request: Request) -> str | None:
@@ -69,23 +71,50 @@ class Caller:
     conn: AsyncConnection
 
 
-def key_for(scope: str, *, from_query: bool = False) -> Any:
-    """A dependency that authenticates the caller, demands `scope`, and lends the request a
-    read connection until its operation returns."""
-    missing = MISSING_TOKEN if from_query else MISSING
+_CALLER = "hangar.caller"
 
-    async def dependency(request: Request) -> AsyncIterator[Caller]:
-        authenticator: KeyAuthenticator = request.app.state.keys
-        raw = request.query_params.get("token") if from_query else _bearer(request)
-        authenticator.refuse_malformed(raw, missing)  # no connection for a key that cannot be
-        services: Services = request.app.state.services
-        async with reader(services.engine).connect() as conn:
-            key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
-            yield Caller(key, conn)
 
-    # "function": the connection goes back to the pool when the operation returns, before
-    # the response is sent.
-    return Depends(dependency, scope="function")
+def caller(request: Request) -> Caller:
+    """The caller `KeyedRoute` authenticated for this request."""
+    found: Caller = request.scope[_CALLER]
+    return found
+
+
+class KeyedRoute(APIRoute):
+    """An operation of the public API. Before FastAPI reads its parameters (so a bad key is
+    a 401, never a 422), the caller's key is authenticated for the scope the operation
+    documents (`x-required-scope`, so the documented scope is the enforced one), then the
+    request's read connection is lent to the operation until it returns.
+
+    A route class rather than a dependency with yield: FastAPI's dependency machinery (an
+    exit stack and a context manager per request, and the checks around them) cost a
+    quarter of the app's time on a small page (/aircraft: 1.26 ms a request, 0.94 ms now).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+        extra = self.openapi_extra or {}
+        scope: str = extra[_SCOPE]
+        from_query = any(_QUERY_KEY in scheme for scheme in extra["security"])
+        missing = MISSING_TOKEN if from_query else MISSING
+
+        async def keyed(request: Request) -> Response:
+            authenticator: KeyAuthenticator = request.app.state.keys
+            raw = request.query_params.get("token") if from_query else _bearer(request)
+            authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
+            services: Services = request.app.state.services
+            async with reader(services.engine).connect() as conn:
+                key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
+                request.scope[_CALLER] = Caller(key, conn)
+                try:
+                    return await handle(request)
+                finally:
+                    del request.scope[_CALLER]  # the connection is going back to the pool
+
+        return keyed
+
+
+router = APIRouter(prefix=PREFIX, tags=["external"], route_class=KeyedRoute)
 
 
 def _doc(
@@ -96,11 +125,11 @@ def _doc(
     query_key: bool = False,
     errors: dict[int | str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    scheme = "calendarToken" if query_key else "bearerAuth"
+    scheme = _QUERY_KEY if query_key else "bearerAuth"
     return {
         "summary": summary,
         "responses": {200: {"model": model}, **(errors or {}), **_ERRORS},
-        "openapi_extra": {"security": [{scheme: [scope]}], "x-required-scope": scope},
+        "openapi_extra": {"security": [{scheme: [scope]}], _SCOPE: scope},
         "response_class": Response,
     }
 
@@ -123,7 +152,6 @@ def _canonical(moment: datetime | None) -> str:
 )
 async def list_reservations(
     request: Request,
-    caller: Annotated[Caller, key_for("read:reservations")],
     limit: Annotated[int, Query(ge=1, le=500, description="Page size")] = 100,
     after: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
     aircraft_id: str | None = None,
@@ -136,7 +164,7 @@ async def list_reservations(
         AwareDateTime | None, Query(description="Only reservations starting before")
     ] = None,
 ) -> Response:
-    services, key = _services(request), caller.key
+    services, key = _services(request), caller(request).key
     # The cursor is bound to the filters as sent, so a changed filter invalidates it.
     context = "|".join(
         (
@@ -159,7 +187,7 @@ async def list_reservations(
         pilot_id is not None and filters.pilot_id is None
     ):
         return json_response({"items": [], "next_cursor": None})  # no id of ours looks so
-    items = await reservation_queries.page(caller.conn, key, filters, position, limit)
+    items = await reservation_queries.page(caller(request).conn, key, filters, position, limit)
     next_cursor = None
     if len(items) == limit:
         last = items[-1]
@@ -173,13 +201,14 @@ async def list_reservations(
 
 
 @router.get("/aircraft", **_doc("read:aircraft", list[Aircraft], "List the fleet"))
-async def list_aircraft(caller: Annotated[Caller, key_for("read:aircraft")]) -> Response:
-    return json_response(await fleet_queries.fleet(caller.conn, caller.key))
+async def list_aircraft(request: Request) -> Response:
+    by = caller(request)
+    return json_response(await fleet_queries.fleet(by.conn, by.key))
 
 
 @router.get("/squawks", **_doc("read:squawks", list[Squawk], "List the 500 most recent squawks"))
 async def list_squawks(
-    caller: Annotated[Caller, key_for("read:squawks")],
+    request: Request,
     status: SquawkStatus | None = None,
     aircraft_id: str | None = None,
     is_grounding: StrictBool | None = None,
@@ -187,15 +216,17 @@ async def list_squawks(
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
+    by = caller(request)
     rows = await squawk_queries.recent(
-        caller.conn, caller.key, status=status, aircraft_id=aircraft, is_grounding=is_grounding
+        by.conn, by.key, status=status, aircraft_id=aircraft, is_grounding=is_grounding
     )
     return json_response(rows)
 
 
 @router.get("/members", **_doc("read:members", list[Member], "List memberships"))
-async def list_members(caller: Annotated[Caller, key_for("read:members")]) -> Response:
-    return json_response(await member_queries.members(caller.conn, caller.key))
+async def list_members(request: Request) -> Response:
+    by = caller(request)
+    return json_response(await member_queries.members(by.conn, by.key))
 
 
 @router.get(
@@ -203,13 +234,14 @@ async def list_members(caller: Annotated[Caller, key_for("read:members")]) -> Re
     **_doc("read:maintenance", list[MaintenanceLog], "List the 500 most recent log entries"),
 )
 async def list_maintenance_logs(
-    caller: Annotated[Caller, key_for("read:maintenance")],
+    request: Request,
     aircraft_id: str | None = None,
 ) -> Response:
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
-    rows = await maintenance_queries.logs(caller.conn, caller.key, aircraft_id=aircraft)
+    by = caller(request)
+    rows = await maintenance_queries.logs(by.conn, by.key, aircraft_id=aircraft)
     return json_response(rows)
 
 
@@ -218,10 +250,11 @@ async def list_maintenance_logs(
     **_doc("read:maintenance", list[WorkOrder], "List the 500 most recent work orders"),
 )
 async def list_work_orders(
-    caller: Annotated[Caller, key_for("read:maintenance")],
+    request: Request,
     status: WorkOrderStatus | None = None,
 ) -> Response:
-    rows = await maintenance_queries.work_orders(caller.conn, caller.key, status=status)
+    by = caller(request)
+    rows = await maintenance_queries.work_orders(by.conn, by.key, status=status)
     return json_response(rows)
 
 
@@ -231,13 +264,13 @@ async def list_work_orders(
 )
 async def reservations_feed(
     request: Request,
-    caller: Annotated[Caller, key_for("read:reservations", from_query=True)],
     token: Annotated[
         str | None,
         Query(description="The full API key (calendar clients cannot send headers)"),
     ] = None,
 ) -> Response:
     services = _services(request)
-    rows = await reservation_queries.calendar(caller.conn, caller.key)
+    by = caller(request)
+    rows = await reservation_queries.calendar(by.conn, by.key)
     body = calendar.feed(rows, domain=services.settings.service_domain, now=services.clock.now())
     return Response(body, media_type="text/calendar; charset=utf-8")
