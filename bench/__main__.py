@@ -258,6 +258,17 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
             ratio_goal=0.85,
             goal=">= 0.85x",
         )
+        # What the same two round trips cost a server with no layers of its own: the
+        # part of G4's gap that the drivers (asyncpg, redis-py) set, not hangar.
+        bare_bypass = stack.enter_context(server("baseline-bypass", data.env, logdir))
+        run.pair(
+            "G4",
+            f"contrast: the bare baseline with vs without its key lookup + limiter, {label}",
+            load.Target(bare + page, auth),
+            load.Target(bare_bypass + page, auth),
+            ratio_goal=0.0,
+            goal="(for contrast)",
+        )
         run.pair(
             "G5",
             f"calendar feed (500 events) vs first page of /reservations?limit=500, {label}",

@@ -263,12 +263,19 @@ class Baseline:
         limiter: RateLimiter,
         cursor_key: bytes,
         limits: tuple[Limit, ...] = API_LIMITS,
+        *,
+        bypass_keys: bool = False,
     ) -> None:
         self.db = db
         self.limiter = limiter
         self.cursor_key = cursor_key
         self.limits = limits
         self._touched: dict[Any, datetime] = {}
+        # G4's contrast: authenticate each (key, scope) once, then skip the lookup and the
+        # counters, as hangar's `bypass` server does.
+        self._bypass: dict[tuple[Any, ...], tuple[uuid.UUID, frozenset[str]]] | None = (
+            {} if bypass_keys else None
+        )
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -348,6 +355,15 @@ class Baseline:
     # --- the key, the counters, the scope ---------------------------------------------
 
     async def _authenticate(self, scope: Scope, needed: str) -> tuple[uuid.UUID, frozenset[str]]:
+        if self._bypass is None:
+            return await self._check_key(scope, needed)
+        known = (tuple(scope["headers"]), needed)
+        found = self._bypass.get(known)
+        if found is None:
+            found = self._bypass[known] = await self._check_key(scope, needed)
+        return found
+
+    async def _check_key(self, scope: Scope, needed: str) -> tuple[uuid.UUID, frozenset[str]]:
         raw = None
         for name, value in scope["headers"]:
             if name == b"authorization":

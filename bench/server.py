@@ -4,6 +4,7 @@ runs (uvloop, httptools, the same options), with settings from the HANGAR_* vari
     python -m bench.server full     --port P   # hangar's app; rate limits that never fill
     python -m bench.server bypass   --port P   # the same app, key lookup and limiter bypassed
     python -m bench.server baseline --port P   # the bare ASGI baseline (bench/baseline.py)
+    python -m bench.server baseline-bypass --port P  # the baseline, key lookup and limiter bypassed
 
 `full` is the real code path: every request looks its key up and makes the Redis INCRs (or
 the in-process counts without Redis); only the limits are raised, here, in bench/, so a load
@@ -70,15 +71,15 @@ def build_app(mode: str, settings: Settings) -> Any:
 
     services = build_services(settings)
     services.limiter = RoomyLimiter(services.limiter)
-    if mode == "baseline":
-        return build_baseline(settings, services.limiter)
+    if mode in ("baseline", "baseline-bypass"):
+        return build_baseline(settings, services.limiter, bypass_keys=mode == "baseline-bypass")
     app = create_app(services)
     if mode == "bypass":
         app.state.keys = BypassedKeys(app.state.keys)
     return app
 
 
-def build_baseline(settings: Settings, limiter: RateLimiter) -> Any:
+def build_baseline(settings: Settings, limiter: RateLimiter, *, bypass_keys: bool = False) -> Any:
     from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
     from hangar.config import sqlite_path
     from hangar.crypto import derive_key
@@ -87,12 +88,12 @@ def build_baseline(settings: Settings, limiter: RateLimiter) -> Any:
     db: Database = (
         SqliteDatabase(str(path)) if path is not None else PgDatabase(settings.database_url)
     )
-    return Baseline(db, limiter, derive_key(settings.secret_key, "cursor"))
+    return Baseline(db, limiter, derive_key(settings.secret_key, "cursor"), bypass_keys=bypass_keys)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("full", "bypass", "baseline"))
+    parser.add_argument("mode", choices=("full", "bypass", "baseline", "baseline-bypass"))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
@@ -112,7 +113,7 @@ def main() -> None:
         loop="uvloop",
         http="httptools",
         log_level="info",
-        log_config=LOGGING_CONFIG if args.mode == "baseline" else log_config(),
+        log_config=LOGGING_CONFIG if args.mode.startswith("baseline") else log_config(),
         proxy_headers=False,
     )
 
