@@ -17,11 +17,10 @@ import argparse
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from hangar.auth.apikey import KeyAuthenticator, KeyContext
 from hangar.auth.ratelimit import Limit, RateLimiter
 from hangar.config import Settings, load_settings
+from hangar.db.engine import ReadConnection
 from hangar.services import build_services
 
 ROOMY = 10**12
@@ -57,7 +56,7 @@ class BypassedKeys:
         self._known: dict[tuple[str | None, str], KeyContext] = {}
 
     async def authenticate(
-        self, raw_key: str | None, scope: str, *, missing: str, conn: AsyncConnection | None = None
+        self, raw_key: str | None, scope: str, *, missing: str, conn: ReadConnection | None = None
     ) -> KeyContext:
         found = self._known.get((raw_key, scope))
         if found is None:

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import orjson
+from asyncpg import exceptions as asyncpg_exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import exc as sa_exc
@@ -66,6 +67,14 @@ UNAVAILABLE = (
     sa_exc.DisconnectionError,
     sa_exc.TimeoutError,
     ConnectionError,  # refused, reset, aborted: raised unwrapped while connecting
+    # The public read path's own asyncpg pool (hangar.db.engine.read_connection) raises
+    # the driver's errors unwrapped: a connection lost or refused, a server shutting down,
+    # starting up or out of connection slots.
+    asyncpg_exc.PostgresConnectionError,
+    asyncpg_exc.CannotConnectNowError,
+    asyncpg_exc.AdminShutdownError,
+    asyncpg_exc.CrashShutdownError,
+    asyncpg_exc.TooManyConnectionsError,
 )
 
 

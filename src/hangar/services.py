@@ -11,7 +11,7 @@ from hangar.auth.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimit
 from hangar.clock import Clock, SystemClock
 from hangar.config import Settings
 from hangar.crypto import derive_key
-from hangar.db.engine import make_engine
+from hangar.db.engine import close_reads, make_engine
 from hangar.webhooks.secrets import SecretBox
 from hangar.webhooks.url_policy import Resolver, SystemResolver
 
@@ -33,6 +33,7 @@ class Services:
         self.secret_box = SecretBox(self.settings.secret_key)
 
     async def close(self) -> None:
+        await close_reads(self.engine)
         await self.engine.dispose()
         if self.redis is not None:
             await self.redis.aclose()

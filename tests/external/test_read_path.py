@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.db.engine import SQLITE_READ_POOL, make_engine, reader
+from hangar.db.engine import (
+    READ_POOL_NAME,
+    SQLITE_READ_POOL,
+    Read,
+    make_engine,
+    read_connection,
+    reader,
+)
+from hangar.errors import is_unavailable
+from hangar.external import routes
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
 from tests.factories import T0, Org
@@ -77,24 +87,68 @@ async def test_no_read_goes_through_sqlalchemy_execute(
 
 
 async def test_a_request_checks_out_one_read_connection_and_a_malformed_key_none(
-    client: httpx.AsyncClient, org: Org, engine: AsyncEngine
+    client: httpx.AsyncClient, org: Org, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checkouts: list[object] = []
+    used: list[int] = []  # the connection of each statement run
 
-    def count(*_: object) -> None:
-        checkouts.append(_)
+    def counting(engine: AsyncEngine) -> Any:
+        checkouts.append(engine)
+        return read_connection(engine)
 
-    pool = reader(engine).sync_engine.pool
-    event.listen(pool, "checkout", count)
-    try:
-        for url in ("/aircraft", "/reservations?limit=2", f"/reservations.ics?token={org.key}"):
-            checkouts.clear()
-            assert (await client.get(API + url, headers=org.auth)).status_code == 200
-            assert len(checkouts) == 1, url  # the key lookup and the data, on one connection
+    real_rows = Read.rows
+
+    async def spy(self: Read, conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
+        used.append(id(conn))
+        return await real_rows(self, conn, params)
+
+    monkeypatch.setattr(routes, "read_connection", counting)
+    monkeypatch.setattr(Read, "rows", spy)
+    for url in ("/aircraft", "/reservations?limit=2", f"/reservations.ics?token={org.key}"):
         checkouts.clear()
-        for auth in ({}, {"Authorization": "Bearer svc_pk_short"}):
-            assert (await client.get(f"{API}/aircraft", headers=auth)).status_code == 401
-        assert (await client.get(f"{API}/reservations.ics?token=nope")).status_code == 401
-        assert checkouts == []
-    finally:
-        event.remove(pool, "checkout", count)
+        used.clear()
+        assert (await client.get(API + url, headers=org.auth)).status_code == 200
+        assert len(checkouts) == 1, url
+        assert len(used) >= 2, url  # the key lookup, then the data
+        assert len(set(used)) == 1, url  # on the one connection
+    checkouts.clear()
+    for auth in ({}, {"Authorization": "Bearer svc_pk_short"}):
+        assert (await client.get(f"{API}/aircraft", headers=auth)).status_code == 401
+    assert (await client.get(f"{API}/reservations.ics?token=nope")).status_code == 401
+    assert checkouts == []
+
+
+async def test_postgresql_reads_recover_when_the_server_drops_their_connections(
+    client: httpx.AsyncClient, org: Org, other: Org, engine: AsyncEngine
+) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only: the public reads' own asyncpg pool")
+    assert (await client.get(f"{API}/aircraft", headers=org.auth)).status_code == 200
+    async with engine.connect() as conn:
+        dropped = await conn.scalar(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = :name"
+            ),
+            {"name": READ_POOL_NAME},
+        )
+    assert dropped >= 1  # the read pool's connections are named, and were there
+    # Each answer is either the data or a 503 (never a 500); the pool reconnects.
+    statuses = [
+        (await client.get(f"{API}/aircraft", headers=org.auth)).status_code for _ in range(3)
+    ]
+    assert set(statuses) <= {200, 503}
+    assert statuses[-1] == 200
+    mine = await client.get(f"{API}/aircraft", headers=org.auth)
+    assert mine.status_code == 200
+    assert mine.json() == []  # org has no aircraft; the other org's never show up
+    await other.add(Aircraft)
+    assert (await client.get(f"{API}/aircraft", headers=org.auth)).json() == []
+
+
+def test_the_read_pools_connection_errors_are_unavailable_not_bugs() -> None:
+    lost = asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")
+    assert is_unavailable(lost)
+    assert is_unavailable(asyncpg.exceptions.CannotConnectNowError("starting up"))
+    assert is_unavailable(asyncpg.exceptions.TooManyConnectionsError("too many"))
+    assert not is_unavailable(asyncpg.exceptions.UndefinedColumnError("a bug"))

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.keys import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.auth.ratelimit import API_LIMITS
-from hangar.db.engine import Read, reader
+from hangar.db.engine import Read, ReadConnection, read_connection
 from hangar.errors import ApiError
 from hangar.services import Services
 
@@ -71,18 +70,18 @@ class KeyAuthenticator:
         scope: str,
         *,
         missing: str,
-        conn: AsyncConnection | None = None,
+        conn: ReadConnection | None = None,
     ) -> KeyContext:
         """The caller of `raw_key`, allowed `scope`. The key is looked up on `conn` (the
         request's read connection, so a request checks out one connection, not two), or on
         a connection of its own."""
         key = self.refuse_malformed(raw_key, missing)
         if conn is None:
-            async with reader(self._services.engine).connect() as own:
+            async with read_connection(self._services.engine) as own:
                 return await self._authenticate(own, key, scope)
         return await self._authenticate(conn, key, scope)
 
-    async def _authenticate(self, conn: AsyncConnection, raw_key: str, scope: str) -> KeyContext:
+    async def _authenticate(self, conn: ReadConnection, raw_key: str, scope: str) -> KeyContext:
         services = self._services
         now = services.clock.now()
         digest = hash_key(raw_key)
@@ -97,8 +96,11 @@ class KeyAuthenticator:
             raise ApiError(401, "UNAUTHORIZED", INVALID)
         key_id: uuid.UUID = row["id"]
         if self._due_for_touch(key_id, row["last_used_at"], now):
-            await conn.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now))
-            await conn.commit()
+            # A write of its own, at most once a minute: the read connection stays read-only.
+            async with services.engine.begin() as write:
+                await write.execute(
+                    update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now)
+                )
         refused = await services.limiter.hit(f"key:{key_id}", API_LIMITS, now)
         if refused is not None:
             raise ApiError(429, "RATE_LIMITED", f"Rate limit exceeded: {refused.label} per API key")

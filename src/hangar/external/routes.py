@@ -9,11 +9,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.routing import APIRoute
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
-from hangar.db.engine import reader
+from hangar.db.engine import ReadConnection, read_connection
 from hangar.external import calendar, cursor
 from hangar.external.params import AwareDateTime, StrictBool
 from hangar.external.responses import json_response
@@ -68,7 +67,7 @@ class Caller:
     was looked up on it: one checkout per request, not one for the key and one for the data)."""
 
     key: KeyContext
-    conn: AsyncConnection
+    conn: ReadConnection
 
 
 _CALLER = "hangar.caller"
@@ -103,7 +102,7 @@ class KeyedRoute(APIRoute):
             raw = request.query_params.get("token") if from_query else _bearer(request)
             authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
             services: Services = request.app.state.services
-            async with reader(services.engine).connect() as conn:
+            async with read_connection(services.engine) as conn:
                 key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
                 request.scope[_CALLER] = Caller(key, conn)
                 try:

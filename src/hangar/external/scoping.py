@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from sqlalchemy import BindParameter, Select, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 
 ORG_PARAM = "scope_org_id"
 
@@ -44,7 +43,7 @@ def scoped(model: type[OrgOwned], *columns: Any) -> Select[Any]:
 
 
 async def rows(
-    conn: AsyncConnection, read: Read, key: KeyContext, **params: Any
+    conn: ReadConnection, read: Read, key: KeyContext, **params: Any
 ) -> list[dict[str, Any]]:
     """Runs a statement made from `scoped(...)` for the key's organization."""
     return await read.rows(conn, {**params, ORG_PARAM: key.org_id})

@@ -5,10 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.external.schemas import field_names
 from hangar.external.scoping import rows, scoped
@@ -23,5 +21,5 @@ def _fleet() -> Read:
     return Read(scoped(Aircraft, *COLUMNS).order_by(Aircraft.tail_number, Aircraft.id))
 
 
-async def fleet(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def fleet(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
     return await rows(conn, _fleet(), key)

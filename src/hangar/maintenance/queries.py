@@ -7,10 +7,9 @@ import uuid
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
 from hangar.external.schemas import field_names
@@ -60,7 +59,7 @@ def _work_orders(status: bool) -> Read:
 
 
 async def logs(
-    conn: AsyncConnection, key: KeyContext, *, aircraft_id: uuid.UUID | None
+    conn: ReadConnection, key: KeyContext, *, aircraft_id: uuid.UUID | None
 ) -> list[dict[str, Any]]:
     if aircraft_id is None:
         return await rows(conn, _logs(False), key)
@@ -68,7 +67,7 @@ async def logs(
 
 
 async def work_orders(
-    conn: AsyncConnection, key: KeyContext, *, status: str | None
+    conn: ReadConnection, key: KeyContext, *, status: str | None
 ) -> list[dict[str, Any]]:
     if status is None:
         return await rows(conn, _work_orders(False), key)

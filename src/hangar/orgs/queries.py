@@ -5,10 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 from hangar.external.scoping import rows, scoped
 from hangar.orgs.models import Membership, Role, User
 
@@ -35,5 +33,5 @@ def _members(full: bool) -> Read:
     return Read(stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id))
 
 
-async def members(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def members(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
     return await rows(conn, _members(FULL_SCOPE in key.scopes), key)

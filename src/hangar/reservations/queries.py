@@ -17,10 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, bindparam, tuple_
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 from hangar.external.cursor import Position
 from hangar.external.schemas import Reservation as ReservationOut
 from hangar.external.schemas import field_names
@@ -89,7 +88,7 @@ def _filtered(shape: tuple[bool, ...]) -> Select[Any]:
 
 
 async def page(
-    conn: AsyncConnection,
+    conn: ReadConnection,
     key: KeyContext,
     filters: Filters,
     after: Position | None,
@@ -135,5 +134,5 @@ def _calendar() -> Read:
     )
 
 
-async def calendar(conn: AsyncConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def calendar(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
     return await scoped_rows(conn, _calendar(), key)

@@ -6,10 +6,8 @@ import functools
 import uuid
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from hangar.auth.apikey import KeyContext
-from hangar.db.engine import Read
+from hangar.db.engine import Read, ReadConnection
 from hangar.external.schemas import Squawk as SquawkOut
 from hangar.external.schemas import field_names
 from hangar.external.scoping import bound, rows, scoped
@@ -35,7 +33,7 @@ def _recent(status: bool, aircraft: bool, is_grounding: bool | None) -> Read:
 
 
 async def recent(
-    conn: AsyncConnection,
+    conn: ReadConnection,
     key: KeyContext,
     *,
     status: str | None,
