@@ -75,6 +75,11 @@ UNAVAILABLE = (
     asyncpg_exc.AdminShutdownError,
     asyncpg_exc.CrashShutdownError,
     asyncpg_exc.TooManyConnectionsError,
+    # What asyncpg raises on a connection the server closed while it sat idle in the pool
+    # (the pool replaces it for the next request). SQLAlchemy maps the first to its own
+    # InterfaceError, above.
+    asyncpg_exc.InterfaceError,
+    asyncpg_exc.InternalClientError,
 )
 
 
@@ -144,8 +149,9 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_exception_handler(sa_exc.SQLAlchemyError, unavailable)
-    app.add_exception_handler(ConnectionError, unavailable)
+    # SQLAlchemy's errors: the unavailable ones are told apart from bugs in `unavailable`.
+    for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
+        app.add_exception_handler(kind, unavailable)
     app.add_exception_handler(Exception, unexpected)
 
 

@@ -151,4 +151,6 @@ def test_the_read_pools_connection_errors_are_unavailable_not_bugs() -> None:
     assert is_unavailable(lost)
     assert is_unavailable(asyncpg.exceptions.CannotConnectNowError("starting up"))
     assert is_unavailable(asyncpg.exceptions.TooManyConnectionsError("too many"))
+    # A connection the server closed while it sat idle in the pool fails its next query so:
+    assert is_unavailable(asyncpg.exceptions.InternalClientError("cannot switch to state 12"))
     assert not is_unavailable(asyncpg.exceptions.UndefinedColumnError("a bug"))
