@@ -95,8 +95,9 @@ class _PgReads:
 
     The statements of `Read` need nothing of SQLAlchemy at run time; its pool did cost a
     request four greenlet hops (checkout, two raw-connection lookups, return) and the
-    checkout's bookkeeping: a tenth of a small page's time. A process holds up to this
-    many connections besides `engine`'s own.
+    checkout's bookkeeping: /aircraft served 0.65x of the bare baseline's requests per
+    second through it, 0.83-0.86x on this pool. A process holds up to this many
+    connections besides `engine`'s own.
     """
 
     def __init__(self, engine: AsyncEngine) -> None:
