@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
 import orjson
@@ -50,12 +50,28 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
     )
 
 
+_T = TypeVar("_T")
+
 # --- reads ---------------------------------------------------------------------------------
 
 # The SQLite read pool. Each aiosqlite connection is a thread: the main pool's ten (shared with
 # writes and the in-process dispatcher) contend for the GIL when reads fill them all, which on
 # a 2-core machine cost the API a fifth of its throughput. Three keep reads flowing.
 SQLITE_READ_POOL = 3
+
+
+def _per_engine(
+    registry: dict[int, tuple[AsyncEngine, _T]], engine: AsyncEngine, build: Callable[[], _T]
+) -> _T:
+    """What `build` makes for `engine`, made once per engine (the identity check guards
+    against a new engine reusing a disposed one's id)."""
+    found = registry.get(id(engine))
+    if found is not None and found[0] is engine:
+        return found[1]
+    made = build()
+    registry[id(engine)] = (engine, made)
+    return made
+
 
 _READERS: dict[int, tuple[AsyncEngine, AsyncEngine]] = {}
 
@@ -70,20 +86,19 @@ def reader(engine: AsyncEngine) -> AsyncEngine:
       with `engine`.
     - An in-memory SQLite database is only visible to its own connections: `engine` itself.
     """
-    found = _READERS.get(id(engine))
-    if found is not None and found[0] is engine:
-        return found[1]
+    return _per_engine(_READERS, engine, lambda: _make_reader(engine))
+
+
+def _make_reader(engine: AsyncEngine) -> AsyncEngine:
     url = engine.url
     if engine.dialect.name == "postgresql":
-        read = engine.execution_options(isolation_level="AUTOCOMMIT")
-    elif engine.dialect.name == "sqlite" and url.database not in (None, "", ":memory:"):
-        read = make_engine(url.render_as_string(hide_password=False), pool_size=SQLITE_READ_POOL)
-        # engine.dispose() runs its listeners inside SQLAlchemy's greenlet, where the read
-        # pool's own (synchronous) dispose can close its aiosqlite connections.
-        event.listen(engine.sync_engine, "engine_disposed", lambda _: read.sync_engine.dispose())
-    else:
+        return engine.execution_options(isolation_level="AUTOCOMMIT")
+    if engine.dialect.name != "sqlite" or url.database in (None, "", ":memory:"):
         return engine
-    _READERS[id(engine)] = (engine, read)
+    read = make_engine(url.render_as_string(hide_password=False), pool_size=SQLITE_READ_POOL)
+    # engine.dispose() runs its listeners inside SQLAlchemy's greenlet, where the read
+    # pool's own (synchronous) dispose can close its aiosqlite connections.
+    event.listen(engine.sync_engine, "engine_disposed", lambda _: read.sync_engine.dispose())
     return read
 
 
@@ -158,11 +173,11 @@ _PG_READS: dict[int, tuple[AsyncEngine, _PgReads]] = {}
 
 
 def _pg_reads(engine: AsyncEngine) -> _PgReads:
-    found = _PG_READS.get(id(engine))
-    if found is not None and found[0] is engine:
-        return found[1]
+    return _per_engine(_PG_READS, engine, lambda: _make_pg_reads(engine))
+
+
+def _make_pg_reads(engine: AsyncEngine) -> _PgReads:
     reads = _PgReads(engine)
-    _PG_READS[id(engine)] = (engine, reads)
     # A disposed engine takes its read pool with it (Services.close closes it gracefully
     # first; this covers an engine disposed on its own).
     event.listen(engine.sync_engine, "engine_disposed", lambda _: reads.terminate())
@@ -219,12 +234,14 @@ class Read:
     same SQL, without SQLAlchemy's per-execution work, which on a 500-row page costs more
     than the query.
 
-    - PostgreSQL: when every column is of a type asyncpg already decodes to the value
-      SQLAlchemy would return (UUIDs, aware UTC datetimes, text, numbers, booleans, dates),
-      or is JSON (decoded here, as SQLAlchemy would), rows are taken as asyncpg gives them.
+    - PostgreSQL (an asyncpg connection from `read_connection`): when every column is of a
+      type asyncpg already decodes to the value SQLAlchemy would return (UUIDs, aware UTC
+      datetimes, text, numbers, booleans, dates), or is JSON (decoded here, as SQLAlchemy
+      would), rows are taken as asyncpg gives them; otherwise the values go through the
+      column types' result processors.
     - SQLite: parameters and values go through the column types' own bind and result
       processors, as SQLAlchemy would apply them, in one thread hop of aiosqlite.
-    - Otherwise it runs through SQLAlchemy as usual.
+    - Any other SQLAlchemy connection: through SQLAlchemy as usual.
     """
 
     def __init__(self, stmt: Select[*tuple[Any, ...]]) -> None:
@@ -295,12 +312,6 @@ class Read:
         keys = self.keys
         dialect = conn.dialect.name
         compiled = self._compile(conn.dialect)
-        if dialect == "postgresql" and self._pg_direct:
-            raw = await conn.get_raw_connection()
-            records = await raw.driver_connection.fetch(  # type: ignore[union-attr]
-                compiled.sql, *self._args(compiled, params)
-            )
-            return self._from_pg(compiled, records)
         if dialect == "sqlite":
             args = [
                 value if bind is None or value is None else bind(value)
