@@ -1,8 +1,9 @@
 """Access logging for `hangar serve`: uvicorn's own format, minus credentials.
 
 The calendar feed takes the full API key in `?token=` (calendar clients cannot send headers),
-and uvicorn's access line includes the query string: without this, every feed poll would
-write a live key into the log.
+and uvicorn's access line includes the raw query string: without this, every feed poll would
+write a live key into the log. The server decodes parameter names before it reads them
+(`%74oken` is `token`), so redaction decides on the decoded query, never on its spelling.
 """
 
 from __future__ import annotations
@@ -11,12 +12,33 @@ import copy
 import logging
 import re
 from typing import Any
+from urllib.parse import unquote_plus
 
-_CREDENTIAL = re.compile(r"([?&]token=)[^&#\s]*", re.IGNORECASE)
+from hangar.auth.keys import KEY_PREFIX
+
+REDACTED = "[redacted]"
+# A key written anywhere in the line, for instance in a path, still never reaches the log.
+_LITERAL_KEY = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_\-]*")
+
+
+def _secret_param(name: str, value: str) -> bool:
+    # casefold: a client spelling it TOKEN meant the same thing, whether or not it worked.
+    return unquote_plus(name).strip().casefold() == "token" or KEY_PREFIX in unquote_plus(value)
 
 
 def redact(text: str) -> str:
-    return _CREDENTIAL.sub(r"\1[redacted]", text)
+    """`text` with the value of every `token` parameter, and any key, replaced."""
+    text = _LITERAL_KEY.sub(REDACTED, text)
+    path, question, query = text.partition("?")
+    if not question:
+        return text
+    # The query ends at the first space: what follows is the rest of a formatted log line.
+    query, space, tail = query.partition(" ")
+    params = []
+    for param in query.split("&"):
+        name, _equals, value = param.partition("=")
+        params.append(f"{name}={REDACTED}" if _secret_param(name, value) else param)
+    return path + question + "&".join(params) + space + tail
 
 
 class RedactCredentials(logging.Filter):

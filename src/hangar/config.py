@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from dataclasses import dataclass
@@ -41,14 +42,38 @@ def sqlite_path(database_url: str) -> Path | None:
     return Path(path)
 
 
+# Beside the database SQLite keeps its write-ahead log and shared-memory index, and (outside
+# WAL mode) a rollback journal: each holds the same personal data, hashes and session rows.
+SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
+PRIVATE = 0o600
+
+
+def _private_sqlite(db_file: Path) -> None:
+    """The database and its companion files readable by this user only.
+
+    SQLite gives the WAL, SHM and journal files the database file's own mode, so creating
+    the database 0600 (an empty file is an empty database) makes them private too. Files left
+    readable by an older version are tightened.
+    """
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(db_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE))
+    for suffix in (*SQLITE_COMPANIONS, ".secret"):
+        path = db_file.with_name(db_file.name + suffix)
+        try:
+            if path.stat().st_mode & 0o077:
+                path.chmod(PRIVATE)
+        except FileNotFoundError:
+            continue
+
+
 def _secret_beside(db_file: Path) -> str:
     """The SQLite default: a key generated once and kept next to the database, mode 0600."""
     key_file = db_file.with_name(db_file.name + ".secret")
     if key_file.exists():
         return key_file.read_text().strip()
-    key_file.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(48)
-    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
     with os.fdopen(fd, "w") as fh:
         fh.write(key + "\n")
     return key
@@ -65,9 +90,11 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         raise ConfigError(
             "HANGAR_PUBLIC_URL must be an absolute URL such as https://hangar.example"
         )
+    db_file = sqlite_path(database_url)
+    if db_file is not None:
+        _private_sqlite(db_file)
     secret_key = env.get("HANGAR_SECRET_KEY", "")
     if not secret_key:
-        db_file = sqlite_path(database_url)
         if db_file is None:
             raise ConfigError(
                 "HANGAR_SECRET_KEY is required when the database is not a SQLite file"

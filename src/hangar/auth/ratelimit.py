@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Protocol
+from datetime import datetime
+from typing import Protocol, TypeVar
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 log = logging.getLogger("hangar")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -99,10 +102,11 @@ class RedisRateLimiter:
     When Redis cannot be reached, or does not answer within `timeout` seconds (a bound for
     a Redis that hangs, generous enough that a burst queued on a busy one never meets it),
     the limits are still enforced, by in-process counters: per process rather than shared,
-    so the API keeps answering instead of failing every request. After a failure Redis is
-    tried again `recheck` later (by the clock the caller passes in), not on every request,
-    so an outage does not cost each request a connection attempt. /api/health reports Redis
-    as down.
+    so the API keeps answering instead of failing every request. Redis is tried again
+    `recheck` seconds after the failure was seen (not after the failed request began: a
+    hung Redis takes the whole timeout to fail), and then by one request only, while the
+    others keep counting in-process until it answers; so a Redis that stays down costs one
+    request per `recheck` a wait, not every request. /api/health reports Redis as down.
     """
 
     def __init__(
@@ -111,60 +115,64 @@ class RedisRateLimiter:
         prefix: str,
         *,
         timeout: float = 3.0,
-        recheck: timedelta = timedelta(seconds=5),
+        recheck: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._redis = redis
         self._prefix = prefix
         self._script = redis.register_script(_HIT_SCRIPT)
         self._timeout = timeout
         self._recheck = recheck
+        # Outage bookkeeping runs on real elapsed time, not on the request clock the caller
+        # passes in, which names the rate-limit window and stands still in tests.
+        self._monotonic = monotonic
         self._fallback = MemoryRateLimiter()
-        self._down_until: datetime | None = None
+        self._down_until: float | None = None
+        self._probing = False
 
     def _keys(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> list[str]:
         return [f"{self._prefix}:rl:{subject}:{lim.seconds}:{_window(lim, now)}" for lim in limits]
 
-    def _redis_down(self, now: datetime) -> bool:
-        return self._down_until is not None and now < self._down_until
-
-    def _failed(self, exc: Exception, now: datetime) -> None:
-        if self._down_until is None:
-            log.warning("rate limits: Redis unreachable (%r); counting in-process", exc)
-        self._down_until = now + self._recheck
-
-    def _answered(self) -> None:
+    async def _on_redis(self, call: Callable[[], Awaitable[_T]]) -> _T | None:
+        """`call()` on Redis, or None when it is (still) down and the fallback must answer."""
+        probe = False
+        if self._down_until is not None:
+            if self._probing or self._monotonic() < self._down_until:
+                return None
+            self._probing = probe = True
+        try:
+            async with asyncio.timeout(self._timeout):
+                result = await call()
+        except (RedisError, OSError, TimeoutError) as exc:
+            if self._down_until is None:
+                log.warning("rate limits: Redis unreachable (%r); counting in-process", exc)
+            self._down_until = self._monotonic() + self._recheck
+            return None
+        finally:
+            if probe:
+                self._probing = False
         if self._down_until is not None:
             log.warning("rate limits: Redis answers again; counting in Redis")
             self._down_until = None
+        return result
 
     async def hit(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> Limit | None:
-        if self._redis_down(now):
-            return await self._fallback.hit(subject, limits, now)
         keys = self._keys(subject, limits, now)
         args: list[int] = []
         for limit in limits:
             args += [limit.count, limit.seconds + 60]
-        try:
-            async with asyncio.timeout(self._timeout):
-                refused = int(await self._script(keys=keys, args=args))
-        except (RedisError, OSError, TimeoutError) as exc:
-            self._failed(exc, now)
+        refused = await self._on_redis(lambda: self._script(keys=keys, args=args))
+        if refused is None:
             return await self._fallback.hit(subject, limits, now)
-        self._answered()
-        return limits[refused - 1] if refused else None
+        index = int(refused)
+        return limits[index - 1] if index else None
 
     async def exceeded(
         self, subject: str, limits: tuple[Limit, ...], now: datetime
     ) -> Limit | None:
-        if self._redis_down(now):
+        used = await self._on_redis(lambda: self._redis.mget(self._keys(subject, limits, now)))
+        if used is None:
             return await self._fallback.exceeded(subject, limits, now)
-        try:
-            async with asyncio.timeout(self._timeout):
-                used = await self._redis.mget(self._keys(subject, limits, now))
-        except (RedisError, OSError, TimeoutError) as exc:
-            self._failed(exc, now)
-            return await self._fallback.exceeded(subject, limits, now)
-        self._answered()
         for limit, count in zip(limits, used, strict=True):
             if count is not None and int(count) >= limit.count:
                 return limit
