@@ -94,3 +94,84 @@ async def test_refusals_made_after_parsing_carry_the_same_errors_list(
     )
     hook = {"name": "h", "url": "https://hooks.example.com/h", "events": []}
     assert_422(await admin.post(url(org, "webhooks"), json=hook), "events")
+
+
+# Bodies are strictly typed: JSON's own types, no coercion (a string is not a number, a number
+# not a string, "true" not a boolean, a number not an id or a date).
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "aircraft",
+            {"tail_number": "N1", "aircraft_type": "C172", "hobbs_current": "2"},
+            "hobbs_current",
+        ),
+        ("aircraft", {"tail_number": 12345, "aircraft_type": "C172"}, "tail_number"),
+        (
+            "aircraft",
+            {"tail_number": "N1", "aircraft_type": "C172", "annual_due_date": 20270101},
+            "annual_due_date",
+        ),
+        ("api-keys", {"name": 7, "scopes": ["read:aircraft"]}, "name"),
+        ("api-keys", {"name": "k", "scopes": "read:aircraft"}, "scopes"),
+        ("webhooks", {"name": "h", "url": "https://hooks.example.com/h", "events": [1]}, "events"),
+        (
+            "reservations",
+            {"activity_type": "solo", "start_time": 1767261600, "end_time": "2027-01-01T11:00:00Z"},
+            "start_time",
+        ),
+        (
+            "reservations",
+            {
+                "activity_type": "solo",
+                "start_time": "2027-01-01T10:00:00Z",
+                "end_time": "2027-01-01T11:00:00Z",
+                "is_backup": "true",
+            },
+            "is_backup",
+        ),
+        (
+            "reservations",
+            {
+                "activity_type": "solo",
+                "start_time": "2027-01-01T10:00:00Z",
+                "end_time": "2027-01-01T11:00:00Z",
+                "pilot_id": 5,
+            },
+            "pilot_id",
+        ),
+    ],
+)
+async def test_values_of_the_wrong_json_type_are_refused(
+    admin: httpx.AsyncClient, org: Org, path: str, body: dict[str, Any], field: str
+) -> None:
+    assert_422(await admin.post(url(org, path), json=body), field)
+
+
+@pytest.mark.parametrize("hours", ["2", "24", 2.0, True])
+async def test_grace_hours_must_be_a_json_integer(
+    admin: httpx.AsyncClient, org: Org, hours: object
+) -> None:
+    created = await admin.post(
+        url(org, "api-keys"), json={"name": "k", "scopes": ["read:aircraft"]}
+    )
+    key_id = created.json()["id"]
+    rotated = await admin.post(url(org, f"api-keys/{key_id}/rotate"), json={"grace_hours": hours})
+    assert_422(rotated, "grace_hours")
+
+
+async def test_numbers_ids_and_dates_of_the_right_type_still_pass(
+    admin: httpx.AsyncClient, org: Org
+) -> None:
+    body = {
+        "tail_number": "N1",
+        "aircraft_type": "C172",
+        "hobbs_current": 1200,  # a JSON integer is a number
+        "tach_current": 1100.5,
+        "annual_due_date": "2027-01-01",
+    }
+    created = await admin.post(url(org, "aircraft"), json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["hobbs_current"] == 1200
+    squawk = {"aircraft_id": created.json()["id"], "description": "x", "severity": "minor"}
+    assert (await admin.post(url(org, "squawks"), json=squawk)).status_code == 201

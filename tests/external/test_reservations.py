@@ -275,7 +275,11 @@ async def test_an_unknown_status_is_422(client: httpx.AsyncClient, org: Org, val
     assert_422(await client.get(URL, params={"status": value}, headers=org.auth), "status")
 
 
-@pytest.mark.parametrize("value", ["0", "501", "abc", "-1", "1.5", ""])
+# Digits only: Python's int() would read "5_0" as 50, and " 5", "+5" or an Arabic-Indic 5 as 5.
+@pytest.mark.parametrize(
+    "value",
+    ["0", "501", "abc", "-1", "1.5", "", "5_0", " 50", "50 ", "+50", "\u0665\u0660", "\uff15"],
+)
 async def test_a_limit_outside_1_to_500_is_422(
     client: httpx.AsyncClient, org: Org, value: str
 ) -> None:

@@ -116,7 +116,7 @@ async def test_a_failed_attempt_then_a_retry_success_newest_first(
     # limit
     assert [e["id"] for e in await delivery_log(admin, org, sub_id, limit=1)] == [newest["id"]]
     assert len(await delivery_log(admin, org, sub_id, limit=2)) == 2
-    for bad in (0, 201, "x"):
+    for bad in (0, 201, "x", "1_0", " 1", "+1"):
         refused = await admin.get(log_url(org, sub_id), params={"limit": bad})
         assert refused.status_code == 422, bad
 

@@ -45,5 +45,17 @@ def _strict_bool(value: Any) -> Any:
     return value
 
 
+def _digits(value: Any) -> Any:
+    # int() also reads "5_0", " 50", "+50" and the digits of other scripts (Arabic-Indic,
+    # fullwidth): a query integer is ASCII digits and nothing else.
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in digits 0-9")
+    return value
+
+
 AwareDateTime = Annotated[datetime, BeforeValidator(_aware_datetime)]
+# Metadata for a query integer, after its Query(...): Annotated[int, Query(ge=1), Digits].
+# Before the Query, or in an Annotated alias of its own, it turns ge/le in the OpenAPI schema
+# into unknown keywords instead of minimum/maximum.
+Digits = BeforeValidator(_digits)
 StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection, read_connection
 from hangar.external import calendar, cursor
-from hangar.external.params import AwareDateTime, StrictBool
+from hangar.external.params import AwareDateTime, Digits, StrictBool
 from hangar.external.responses import json_response
 from hangar.external.schemas import (
     Aircraft,
@@ -151,7 +151,7 @@ def _canonical(moment: datetime | None) -> str:
 )
 async def list_reservations(
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=500, description="Page size")] = 100,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size"), Digits] = 100,
     after: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
     aircraft_id: str | None = None,
     pilot_id: str | None = None,

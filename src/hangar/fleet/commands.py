@@ -7,14 +7,14 @@ commit or neither does. Callers own the transaction.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import RequestBody
+from hangar.bodies import BodyDate, BodyId, RequestBody
 from hangar.errors import ApiError, invalid
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft, MelItem
@@ -38,16 +38,16 @@ class NewAircraftBody(RequestBody):
     display_name: str | None = Field(None, max_length=100)
     hobbs_current: float | None = Field(None, ge=0)
     tach_current: float | None = Field(None, ge=0)
-    annual_due_date: date | None = None
+    annual_due_date: BodyDate | None = None
     last_100hr_hobbs: float | None = Field(None, ge=0)
 
 
 class NewMelItemBody(RequestBody):
-    aircraft_id: uuid.UUID
+    aircraft_id: BodyId
     item_description: str = Field(min_length=1, max_length=2000)
     mel_category: Literal["a", "b", "c", "d"]
-    due_date: date
-    deferral_date: date | None = None
+    due_date: BodyDate
+    deferral_date: BodyDate | None = None
 
     @model_validator(mode="after")
     def _due_after_deferral(self) -> NewMelItemBody:

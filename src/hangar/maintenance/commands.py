@@ -7,14 +7,14 @@ final. Callers own the transaction.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import Field
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import RequestBody
+from hangar.bodies import BodyDate, BodyId, RequestBody
 from hangar.external.params import AwareDateTime
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
@@ -39,9 +39,9 @@ Hours = Annotated[float | None, Field(ge=0)]
 
 
 class NewLogBody(RequestBody):
-    aircraft_id: uuid.UUID
+    aircraft_id: BodyId
     event_type: EventType
-    event_date: date | None = None  # omitted: today (UTC)
+    event_date: BodyDate | None = None  # omitted: today (UTC)
     hobbs_at_event: Hours = None
     tach_at_event: Hours = None
     ap_cert_number: Cert = None
@@ -53,19 +53,19 @@ class NewLogBody(RequestBody):
     performed_by_cert_number: Cert = None
     performed_at: AwareDateTime | None = None
     last_100hr_hobbs: Hours = None
-    annual_due_date: date | None = None
+    annual_due_date: BodyDate | None = None
     work_performed: str = Field(min_length=1, max_length=100_000)
 
 
 class WorkOrderFields(RequestBody):
     title: str | None = Field(None, max_length=300)
     work_type: str | None = Field(None, max_length=40)
-    ap_signer_id: uuid.UUID | None = None
-    ia_signer_id: uuid.UUID | None = None
+    ap_signer_id: BodyId | None = None
+    ia_signer_id: BodyId | None = None
 
 
 class NewWorkOrderBody(WorkOrderFields):
-    aircraft_id: uuid.UUID
+    aircraft_id: BodyId
 
 
 class WorkOrderPatch(WorkOrderFields):

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from sqlalchemy import Update, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import RequestBody
+from hangar.bodies import BodyId, RequestBody
 from hangar.errors import ApiError
 from hangar.external.params import AwareDateTime
 from hangar.external.schemas import Reservation as ReservationOut
@@ -43,9 +43,9 @@ UNRESOLVED_SQUAWK = ("open", "in_progress")
 
 
 class NewReservationBody(RequestBody):
-    aircraft_id: uuid.UUID | None = None
-    pilot_id: uuid.UUID | None = None  # omitted: the caller
-    instructor_id: uuid.UUID | None = None
+    aircraft_id: BodyId | None = None
+    pilot_id: BodyId | None = None  # omitted: the caller
+    instructor_id: BodyId | None = None
     activity_type: ActivityType
     start_time: AwareDateTime
     end_time: AwareDateTime

@@ -13,7 +13,7 @@ from pydantic import Field
 from sqlalchemy import Update, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import RequestBody
+from hangar.bodies import BodyId, RequestBody
 from hangar.external.schemas import Squawk as SquawkOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
@@ -24,7 +24,7 @@ from hangar.webhooks import catalogue, outbox
 
 
 class NewSquawkBody(RequestBody):
-    aircraft_id: uuid.UUID
+    aircraft_id: BodyId
     description: str = Field(min_length=1, max_length=4000)
     severity: Severity
 

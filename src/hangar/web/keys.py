@@ -169,7 +169,11 @@ async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
     admin = await admin_of(request, org_id)
     form = await checked_form(request, admin.csrf_token)
     grace = text(form, "grace_hours").strip()
-    body, errors = parse(Rotation, {"grace_hours": grace or key_management.DEFAULT_GRACE_HOURS})
+    # A form holds text; the body is strict, so only digits become the number of hours.
+    hours: int | str = int(grace) if grace.isascii() and grace.isdigit() else grace
+    if grace == "":
+        hours = key_management.DEFAULT_GRACE_HOURS
+    body, errors = parse(Rotation, {"grace_hours": hours})
     if body is None:
         key = await _one(request, admin, key_id)
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}

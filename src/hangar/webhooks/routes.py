@@ -12,6 +12,7 @@ from starlette.responses import Response
 from hangar.auth.ratelimit import Limit
 from hangar.bodies import RequestBody
 from hangar.errors import ApiError
+from hangar.external.params import Digits
 from hangar.external.responses import json_response
 from hangar.ids import parse_id
 from hangar.orgs.access import Actor, acting
@@ -160,7 +161,7 @@ async def list_deliveries(
     request: Request,
     actor: Admin,
     sub_id: str,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200), Digits] = 50,
 ) -> Response:
     async with _services(request).engine.connect() as conn:
         return json_response(
