@@ -92,12 +92,14 @@ async def add_member(
     else:
         # About this organization only: its admin knows who its members are.
         existing = await conn.scalar(
-            select(Membership.id).where(
+            select(Membership.status).where(
                 Membership.org_id == org_id,
                 Membership.user_id == user_id,
                 Membership.deleted_at.is_(None),
             )
         )
+        if existing == "pending":
+            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already invited (pending)")
         if existing is not None:
             raise ApiError(409, "ALREADY_MEMBER", f"{email} is already a member")
     joined_at = now if status == "active" else None
