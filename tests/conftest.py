@@ -56,6 +56,21 @@ async def database_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
         await _admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture
+async def blank_database_url(tmp_path: Path) -> AsyncIterator[str]:
+    """An empty database of this run's kind, not migrated: for tests of the migrations."""
+    if not PG_URL:
+        yield f"sqlite:///{tmp_path / 'blank.db'}"
+        return
+    name = f"hangar_blank_{uuid.uuid4().hex[:12]}"
+    base, _, _ = PG_URL.rpartition("/")
+    await _admin(PG_URL, f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{base}/{name}"
+    finally:
+        await _admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = make_engine(database_url)

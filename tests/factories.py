@@ -8,16 +8,19 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth.commands import issue_key
 from hangar.auth.keys import SCOPES, generate_key
 from hangar.auth.models import ApiKey
+from hangar.auth.passwords import hash_password
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
-from hangar.orgs.commands import add_member, create_org
+from hangar.orgs.commands import create_org
+from hangar.orgs.members import add_member
+from hangar.orgs.models import User
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
 
@@ -67,7 +70,14 @@ class Org:
             await conn.execute(insert(model).values(**row))
         return row
 
-    async def member(self, role: str = "member", **values: Any) -> uuid.UUID:
+    async def member(
+        self, role: str = "member", *, password: str | None = None, **values: Any
+    ) -> uuid.UUID:
+        """A membership (active unless `status` says otherwise), as the operator makes one.
+
+        `password` sets the account's password when this call made the account: a test's
+        stand-in for its person having chosen it.
+        """
         n = next(_serial)
         async with self.engine.begin() as conn:
             created = await add_member(
@@ -81,6 +91,12 @@ class Org:
                 phone=values.pop("phone", f"+1555000{n:04d}"),
                 **values,
             )
+            if password is not None and created.account_created:
+                await conn.execute(
+                    update(User)
+                    .where(User.id == created.user_id)
+                    .values(password_hash=hash_password(password))
+                )
         return created.user_id
 
 

@@ -64,3 +64,21 @@ def test_redaction_keeps_harmless_parameters() -> None:
 
 def test_a_key_in_the_path_is_redacted_too() -> None:
     assert redact(f"/api/v1/external/{KEY}") == "/api/v1/external/[redacted]"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/invitations/{token}",
+        "/api/invitations/{token}",
+        "/api/invitations/{token}/accept",
+        "/invitations/{token}/password?x=1",
+    ],
+)
+def test_an_invitation_token_in_the_path_is_redacted(
+    capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    token = "Zq3-_" + "b" * 38  # as secrets.token_urlsafe(32) makes them
+    line = _logged(capsys, path.format(token=token))
+    assert token not in line
+    assert path.format(token="[redacted]") in line

@@ -19,6 +19,9 @@ from hangar.auth.keys import KEY_PREFIX
 REDACTED = "[redacted]"
 # A key written anywhere in the line, for instance in a path, still never reaches the log.
 _LITERAL_KEY = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_\-]*")
+# An invitation link carries its token in the path (/invitations/<token>, and the same under
+# /api/): uvicorn logs the path re-quoted from its decoded form, so this spelling is the one.
+_INVITATION_TOKEN = re.compile(r"(/invitations/)[^/?#\s]+")
 
 
 def _secret_param(name: str, value: str) -> bool:
@@ -27,8 +30,10 @@ def _secret_param(name: str, value: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """`text` with the value of every `token` parameter, and any key, replaced."""
+    """`text` with the value of every `token` parameter, any key, and any invitation token
+    replaced."""
     text = _LITERAL_KEY.sub(REDACTED, text)
+    text = _INVITATION_TOKEN.sub(lambda m: m[1] + REDACTED, text)
     path, question, query = text.partition("?")
     if not question:
         return text

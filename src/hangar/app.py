@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from hangar import health, web
-from hangar.auth import key_routes, session_routes
+from hangar.auth import invitation_routes, key_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
 from hangar.errors import install_error_handlers
@@ -67,6 +67,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(external.router)
     app.include_router(session_routes.router)
+    app.include_router(invitation_routes.router)
     app.include_router(key_routes.router)
     app.include_router(webhook_routes.router)
     app.include_router(member_routes.router)

@@ -21,18 +21,23 @@ from hangar.config import ConfigError, Settings, load_settings
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
 from hangar.errors import ApiError
-from hangar.orgs.commands import add_member, create_org, org_exists
+from hangar.orgs import invitations
+from hangar.orgs.bootstrap import bootstrap_member
+from hangar.orgs.commands import create_org, org_exists
+from hangar.orgs.members import invite_member
 from hangar.orgs.models import ROLE_NAMES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
-user_app = typer.Typer(no_args_is_help=True, help="People and their memberships.")
+user_app = typer.Typer(no_args_is_help=True, help="Accounts, for the operator's bootstrap.")
+member_app = typer.Typer(no_args_is_help=True, help="Memberships: inviting people.")
 key_app = typer.Typer(no_args_is_help=True, help="API keys.")
 jobs_app = typer.Typer(no_args_is_help=True, help="Scheduled jobs, run once by hand.")
 app.add_typer(db_app, name="db")
 app.add_typer(org_app, name="org")
 app.add_typer(user_app, name="user")
+app.add_typer(member_app, name="member")
 app.add_typer(key_app, name="key")
 app.add_typer(jobs_app, name="jobs")
 
@@ -45,7 +50,7 @@ def fail(reason: str) -> NoReturn:
 
 
 def emit(obj: dict[str, Any]) -> None:
-    typer.echo(orjson.dumps(obj, default=str).decode())
+    typer.echo(orjson.dumps(obj, default=str, option=orjson.OPT_UTC_Z).decode())
 
 
 def settings() -> Settings:
@@ -172,39 +177,92 @@ def org_create(name: Annotated[str, typer.Option(help="The organization's name")
     emit({"id": str(run_in_transaction(current, work)), "name": name.strip()})
 
 
+def check_role(role: str) -> None:
+    if role not in ROLE_NAMES:
+        fail(f"--role must be one of {', '.join(ROLE_NAMES)}, not {role!r}")
+
+
 @user_app.command("create")
 def user_create(
     org: Annotated[str, typer.Option(help="Organization id")],
     email: Annotated[str, typer.Option()],
-    password: Annotated[str, typer.Option()],
     role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
+    password: Annotated[
+        str | None,
+        typer.Option(help="For a new account only: an existing account's password is its owner's"),
+    ] = None,
     first_name: Annotated[str, typer.Option("--first-name")] = "",
     last_name: Annotated[str, typer.Option("--last-name")] = "",
     phone: Annotated[str | None, typer.Option("--phone")] = None,
 ) -> None:
-    """Create a user (or reuse one with that email) and make them a member."""
+    """Make someone an active member at once (the operator's bootstrap).
+
+    A new email gets an account with --password. An email that already has an account gets
+    the membership only, and never a new password: --password is refused for it.
+    """
     org_id = parse_org(org)
-    if len(password) < 8:
+    check_role(role)
+    if password is not None and len(password) < 8:
         fail("--password must be at least 8 characters")
     current = migrated_settings()
 
     async def work(conn: Any) -> dict[str, Any]:
         await require_org(conn, org_id)
-        created = await add_member(
+        made = await bootstrap_member(
             conn,
             org_id,
             email=email,
             role=role,
-            now=SystemClock().now(),
             password=password,
+            now=SystemClock().now(),
             first_name=first_name,
             last_name=last_name,
             phone=phone,
         )
         return {
-            "user_id": str(created.user_id),
-            "membership_id": str(created.membership_id),
-            "role": created.role,
+            "user_id": str(made.user_id),
+            "membership_id": str(made.membership_id),
+            "role": made.role,
+            "account": made.account,
+        }
+
+    emit(run_in_transaction(current, work))
+
+
+@member_app.command("invite")
+def member_invite(
+    org: Annotated[str, typer.Option(help="Organization id")],
+    email: Annotated[str, typer.Option()],
+    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
+    first_name: Annotated[str, typer.Option("--first-name")] = "",
+    last_name: Annotated[str, typer.Option("--last-name")] = "",
+    phone: Annotated[str | None, typer.Option("--phone")] = None,
+) -> None:
+    """Invite someone, as an admin's POST /api/orgs/{org}/members does: a pending membership
+    and a one-time link (printed this once) that the person opens to join."""
+    org_id = parse_org(org)
+    check_role(role)
+    current = migrated_settings()
+
+    async def work(conn: Any) -> dict[str, Any]:
+        await require_org(conn, org_id)
+        invited = await invite_member(
+            conn,
+            org_id,
+            email=email,
+            role=role,
+            now=SystemClock().now(),
+            first_name=first_name,
+            last_name=last_name,
+            phone=phone,
+        )
+        return {
+            "user_id": str(invited.member.user_id),
+            "membership_id": str(invited.member.membership_id),
+            "role": invited.member.role,
+            "status": invited.member.status,
+            "invitation_url": invitations.link(current.public_url, invited.invitation.token),
+            "invitation_expires_at": invited.invitation.expires_at,
         }
 
     emit(run_in_transaction(current, work))

@@ -1,12 +1,19 @@
-"""POST /api/orgs/{org}/members and DELETE .../members/{user_id} (members.manage)."""
+"""POST /api/orgs/{org}/members (an invitation) and DELETE .../members/{user_id}."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
+
 import httpx
 import pytest
+from sqlalchemy import select, update
 
+from hangar.orgs.models import Invitation, Membership, User
+from hangar.services import Services
 from tests.actions.support import public, url, user_id
-from tests.factories import Org
+from tests.factories import Org, aircraft
+from tests.invites import browser, invite, set_password, token_of
 
 MEMBER_FIELDS = {
     "user_id",
@@ -20,41 +27,77 @@ MEMBER_FIELDS = {
     "last_name",
     "phone",
 }
+INVITATION_FIELDS = {"invitation_url", "invitation_expires_at"}
 NEW = {"email": "Pat@Example.org", "first_name": "Pat", "last_name": "Pilot", "role": "member"}
 
 
-async def test_admin_adds_an_active_member_who_can_sign_in(
-    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+async def test_adding_a_member_is_an_invitation_with_a_one_time_link(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    body = {**NEW, "phone": "+15551234", "password": "a long password", "is_discovery": True}
+    body = {**NEW, "phone": "+15551234", "is_discovery": True}
     response = await admin.post(url(org, "members"), json=body)
 
     assert response.status_code == 201, response.text
     created = response.json()
-    assert set(created) == MEMBER_FIELDS
-    assert created["email"] == "pat@example.org"
+    assert set(created) == MEMBER_FIELDS | INVITATION_FIELDS
+    assert {k: created[k] for k in ("email", "first_name", "last_name", "phone")} == {
+        "email": "pat@example.org",
+        "first_name": "Pat",
+        "last_name": "Pilot",
+        "phone": "+15551234",
+    }
     assert (created["role_name"], created["status"], created["is_discovery"]) == (
         "member",
-        "active",
+        "pending",
         True,
     )
-    assert created["joined_at"] == "2026-05-04T10:00:30Z"
+    assert created["joined_at"] is None
+    # The clock's now (2026-05-04T10:00:30Z) plus seven days.
+    assert created["invitation_expires_at"] == "2026-05-11T10:00:30Z"
+    assert created["invitation_url"].startswith("https://hangar.example/invitations/")
+    assert len(token_of(created)) == 43  # secrets.token_urlsafe(32)
+    # The organization's own list shows the pending member, as the admin gave them.
     listed = [m for m in await public(client, org, "members") if m["user_id"] == created["user_id"]]
-    assert listed == [created]
-    signed_in = await client.post(
-        "/api/session", json={"email": "pat@example.org", "password": "a long password"}
-    )
-    assert signed_in.status_code == 200
-    again = await admin.post(url(org, "members"), json=NEW)
+    assert listed == [{k: created[k] for k in MEMBER_FIELDS}]
+    assert created["user_id"] not in {m["user_id"] for m in await public(client, other, "members")}
+
+
+async def test_only_the_hash_of_the_link_is_stored_and_the_account_has_no_password(
+    admin: httpx.AsyncClient, org: Org
+) -> None:
+    created = await invite(admin, org, "hash-only@example.org")
+    token = token_of(created)
+    async with org.engine.connect() as conn:
+        stored = (await conn.execute(select(Invitation))).all()
+        password_hash = await conn.scalar(
+            select(User.password_hash).where(User.email == "hash-only@example.org")
+        )
+    assert token not in str(stored)
+    assert password_hash is None
+
+
+@pytest.mark.parametrize("status", ["pending", "active"])
+async def test_an_email_already_in_this_org_is_409_whatever_its_status(
+    admin: httpx.AsyncClient, services: Services, org: Org, status: str
+) -> None:
+    created = await invite(admin, org, f"twice-{status}@example.org")
+    if status == "active":
+        async with browser(services) as person:
+            assert (await set_password(person, token_of(created), "their own password")).is_success
+
+    again = await admin.post(url(org, "members"), json={**NEW, "email": created["email"]})
+
     assert again.status_code == 409
-    assert again.json()["code"] == "ALREADY_MEMBER"
+    said = "is already invited (pending)" if status == "pending" else "is already a member"
+    assert again.json() == {"detail": f"{created['email']} {said}", "code": "ALREADY_MEMBER"}
 
 
 @pytest.mark.parametrize(
     "body",
     [
         {**NEW, "role": "owner"},
-        {**NEW, "password": "short"},
+        # An admin never chooses a person's password: the field does not exist.
+        {**NEW, "password": "a long enough password"},
         {**NEW, "email": "not-an-email"},
         {**NEW, "nickname": "Ace"},
         {"email": "x@example.org", "role": "member"},
@@ -83,6 +126,23 @@ async def test_removal_is_a_soft_delete_that_ends_access(
     assert myself.status_code == 409
 
 
+async def test_removing_a_pending_member_kills_the_link_and_allows_a_new_invitation(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+) -> None:
+    first = await invite(admin, org, "changed-mind@example.org", first_name="Old")
+    removed = await admin.delete(url(org, f"members/{first['user_id']}"))
+    assert removed.status_code == 204
+    assert (await client.get(f"/api/invitations/{token_of(first)}")).status_code == 404
+
+    second = await invite(admin, org, "changed-mind@example.org", first_name="New")
+
+    assert second["user_id"] == first["user_id"]
+    assert token_of(second) != token_of(first)
+    assert (await client.get(f"/api/invitations/{token_of(second)}")).status_code == 200
+    listed = [m for m in await public(client, org, "members") if m["user_id"] == first["user_id"]]
+    assert [(m["status"], m["first_name"]) for m in listed] == [("pending", "New")]
+
+
 async def test_only_members_manage_and_only_this_org(
     member: httpx.AsyncClient,
     instructor: httpx.AsyncClient,
@@ -109,3 +169,37 @@ async def test_a_member_of_another_org_is_not_found(
     theirs = await other.member("member")
     for target in (theirs, "not-an-id"):
         assert (await admin.delete(url(org, f"members/{target}"))).status_code == 404
+
+
+async def test_a_pending_member_cannot_be_put_on_a_reservation(
+    admin: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    plane = await aircraft(org)
+    await aircraft(other)
+    invited = await invite(admin, org, "not-yet@example.org", role="instructor")
+    start = datetime(2026, 6, 1, 9, tzinfo=UTC)
+    body = {
+        "aircraft_id": str(plane["id"]),
+        "activity_type": "dual_training",
+        "start_time": start.isoformat(),
+        "end_time": (start + timedelta(hours=1)).isoformat(),
+    }
+
+    for field in ("pilot_id", "instructor_id"):
+        refused = await admin.post(
+            url(org, "reservations"), json={**body, field: invited["user_id"]}
+        )
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["errors"][0]["loc"] == ["body", field]
+
+    # Once they have accepted, the same request goes through.
+    async with org.engine.begin() as conn:
+        await conn.execute(
+            update(Membership)
+            .where(Membership.org_id == org.id, Membership.user_id == uuid.UUID(invited["user_id"]))
+            .values(status="active", joined_at=start)
+        )
+    accepted = await admin.post(
+        url(org, "reservations"), json={**body, "instructor_id": invited["user_id"]}
+    )
+    assert accepted.status_code == 201, accepted.text

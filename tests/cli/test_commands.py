@@ -39,7 +39,7 @@ from hangar.db.migrate import alembic_config
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
-from hangar.orgs.models import Membership, Role
+from hangar.orgs.models import Invitation, Membership, Role
 from hangar.reservations.models import Reservation
 from hangar.services import Services
 from hangar.squawks.models import Squawk
@@ -230,8 +230,8 @@ async def test_user_create_makes_a_member_who_can_sign_in(cli: Cli) -> None:
     )
     out = ran.json()
 
-    assert set(out) == {"user_id", "membership_id", "role"}
-    assert out["role"] == "admin"
+    assert set(out) == {"user_id", "membership_id", "role", "account"}
+    assert (out["role"], out["account"]) == ("admin", "created")
     async with cli.engine.connect() as conn:
         membership = (
             await conn.execute(
@@ -266,6 +266,89 @@ async def test_user_create_makes_a_member_who_can_sign_in(cli: Cli) -> None:
         "+15550001111",
     )
     assert person["role_name"] == "admin"
+
+
+async def test_user_create_adds_an_existing_account_but_never_sets_its_password(
+    cli: Cli,
+) -> None:
+    elsewhere = await make_org(cli.engine, "Elsewhere Flying Club")
+    email = f"owner-{uuid.uuid4().hex[:8]}@example.org"
+    await elsewhere.member("member", email=email, first_name="Own", password=PASSWORD)
+    other_password = "the operator's idea"
+    base = ["user", "create", "--org", cli.org_id, "--email", email.upper()]
+    members_before = await _memberships(cli)
+
+    refused, missing = await asyncio.gather(
+        cli.run(*base, "--role", "admin", "--password", other_password),
+        cli.run(*base[:-1], f"new-{email}", "--role", "member"),
+    )
+
+    reason = refused.refused()
+    assert "already has an account" in reason
+    assert "omit --password" in reason
+    assert "--password is required" in missing.refused()
+    assert await _memberships(cli) == members_before
+
+    added = await cli.run(*base, "--role", "instructor", "--first-name", "Ours", "--phone", "+1555")
+
+    out = added.json()
+    assert set(out) == {"user_id", "membership_id", "role", "account"}
+    assert (out["role"], out["account"]) == ("instructor", "existing")
+    async with api(cli) as client:
+        assert (
+            await client.post("/api/session", json={"email": email, "password": other_password})
+        ).status_code == 401
+        signed_in = await client.post("/api/session", json={"email": email, "password": PASSWORD})
+        assert signed_in.status_code == 200
+        orgs = {m["org_id"]: m["role_name"] for m in signed_in.json()["memberships"]}
+        assert orgs == {cli.org_id: "instructor", str(elsewhere.id): "member"}
+        ours = await get(client, await _full_key(cli, uuid.UUID(cli.org_id)), "members")
+        theirs = await get(client, elsewhere.key, "members")
+    # Each organization keeps its own record of the person.
+    [mine] = [m for m in ours if m["user_id"] == out["user_id"]]
+    assert (mine["first_name"], mine["phone"], mine["status"]) == ("Ours", "+1555", "active")
+    [elsewhere_record] = [m for m in theirs if m["user_id"] == out["user_id"]]
+    assert elsewhere_record["first_name"] == "Own"
+
+
+async def test_member_invite_prints_a_link_the_person_opens_to_join(cli: Cli) -> None:
+    email = f"invitee-{uuid.uuid4().hex[:8]}@example.org"
+
+    ran = await cli.run(
+        "member", "invite", "--org", cli.org_id, "--email", email, "--role", "mechanic",
+        "--first-name", "Ina", "--last-name", "Vitee",
+    )  # fmt: skip
+
+    out = ran.json()
+    assert set(out) == {
+        "user_id",
+        "membership_id",
+        "role",
+        "status",
+        "invitation_url",
+        "invitation_expires_at",
+    }
+    assert (out["role"], out["status"]) == ("mechanic", "pending")
+    # No HANGAR_PUBLIC_URL in the environment: the default address.
+    assert out["invitation_url"].startswith("http://127.0.0.1:8000/invitations/")
+    assert out["invitation_expires_at"].endswith("Z")
+    token = out["invitation_url"].rsplit("/", 1)[1]
+    async with cli.engine.connect() as conn:
+        status = await conn.scalar(
+            select(Membership.status).where(Membership.id == uuid.UUID(out["membership_id"]))
+        )
+        stored = await conn.scalar(select(func.count()).select_from(Invitation))
+    assert status == "pending"
+    assert stored >= 1
+    async with api(cli) as client:
+        shown = await client.get(f"/api/invitations/{token}")
+        assert shown.status_code == 200, shown.text
+        assert (shown.json()["email"], shown.json()["needs_password"]) == (email, True)
+        joined = await client.post(
+            f"/api/invitations/{token}/password", json={"password": "chosen by ina"}
+        )
+        assert joined.status_code == 200, joined.text
+        assert [m["org_id"] for m in joined.json()["memberships"]] == [cli.org_id]
 
 
 async def test_key_create_prints_the_key_once_and_stores_only_its_hash(cli: Cli) -> None:

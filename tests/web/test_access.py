@@ -56,7 +56,19 @@ async def test_wrong_password_says_so_in_words(client: httpx.AsyncClient, org: O
     assert sessions.COOKIE not in response.cookies
 
 
-@pytest.mark.parametrize("target", ["https://evil.example/x", "//evil.example/x", "/api/session"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/x",
+        "//evil.example/x",
+        "/api/session",
+        "/invitations//evil.example",
+        "/invitations/abc/../../api/session",
+        "/invitations/abc?next=//evil.example",
+        "/invitations/abc\\evil.example",
+        "/invitationsX",
+    ],
+)
 async def test_next_never_leaves_the_settings_pages(
     client: httpx.AsyncClient, org: Org, target: str
 ) -> None:

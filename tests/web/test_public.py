@@ -125,19 +125,35 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
     assert items
     first = items[0]
     assert first.findtext("title") == "API 1.1.0"
-    assert first.findtext("link") == "https://hangar.example/changelog#v1.1.0"
+    newest = changelog.load().entries[0]
+    assert first.findtext("link") == f"https://hangar.example/changelog#{newest.anchor}"
     assert first.find("guid") is not None
     parsedate_to_datetime(first.findtext("pubDate") or "")  # RFC 822 date, or it raises
     description = first.findtext("description") or ""
-    assert 'href="https://hangar.example/docs"' in description
+    assert 'href="https://hangar.example/docs' in description
     assert 'href="/' not in description
     for item in items:
         assert item.findtext("title") or item.findtext("description")
+    # A version can have several entries (changes that kept the API's version): each item
+    # still has its own id and link.
+    guids = [item.findtext("guid") for item in items]
+    links = [item.findtext("link") for item in items]
+    assert len(set(guids)) == len(guids) == len(set(links))
 
 
 def test_the_changelog_is_found_from_the_package(repo_root: Path) -> None:
     assert repo_root / "CHANGELOG.md" == changelog.CHANGELOG
     assert changelog.load().entries[0].version == API_VERSION
+
+
+def test_a_version_with_two_entries_keeps_the_first_ones_anchor() -> None:
+    log = changelog.parse(
+        "# Log\n\n## 2.0.0 — 2027-02-03\n\nLater.\n\n## 2.0.0 — 2027-01-02\n\nFirst.\n"
+    )
+    assert [(e.anchor, e.guid) for e in log.entries] == [
+        ("v2.0.0-2027-02-03", "hangar-api-2.0.0-2027-02-03"),
+        ("v2.0.0", "hangar-api-2.0.0"),
+    ]
 
 
 def test_the_changelog_never_passes_raw_html_through() -> None:

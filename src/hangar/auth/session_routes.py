@@ -28,7 +28,8 @@ class Credentials(RequestBody):
     password: str = Field(min_length=1, max_length=1024)
 
 
-async def _body(services: Services, signed_in: sessions.SignedIn) -> Response:
+async def session_body(services: Services, signed_in: sessions.SignedIn) -> Response:
+    """The session's JSON: who is signed in, their CSRF token, and where they are a member."""
     async with services.engine.connect() as conn:
         orgs = await sessions.memberships(conn, signed_in.user_id)
     return json_response(
@@ -78,7 +79,7 @@ def set_session_cookie(response: Response, services: Services, token: str) -> No
 async def sign_in(request: Request, credentials: Credentials) -> Response:
     services: Services = request.app.state.services
     token, signed_in = await sign_in_or_refuse(services, credentials.email, credentials.password)
-    response = await _body(services, signed_in)
+    response = await session_body(services, signed_in)
     set_session_cookie(response, services, token)
     return response
 
@@ -87,7 +88,7 @@ async def sign_in(request: Request, credentials: Credentials) -> Response:
 async def who_am_i(
     request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
 ) -> Response:
-    return await _body(request.app.state.services, signed_in)
+    return await session_body(request.app.state.services, signed_in)
 
 
 @router.delete("/api/session", status_code=204)

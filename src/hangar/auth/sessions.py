@@ -67,18 +67,26 @@ async def sign_in(
     matches = await asyncio.to_thread(verify_password, stored, password)
     if not matches or row is None or not row.password_hash:
         return None
+    return await start(conn, row.id, row.email, now)
+
+
+async def start(
+    conn: AsyncConnection, user_id: uuid.UUID, email: str, now: datetime
+) -> tuple[str, SignedIn]:
+    """A new session for a user whose identity the caller has just proven: the cookie value
+    and the session. Also used when a person sets their password through an invitation."""
     token = secrets.token_urlsafe(32)
     signed_in = SignedIn(
         session_id=new_id(),
-        user_id=row.id,
-        email=row.email,
+        user_id=user_id,
+        email=email,
         csrf_token=secrets.token_urlsafe(32),
     )
     await conn.execute(
         insert(UserSession).values(
             id=signed_in.session_id,
             token_hash=_hash(token),
-            user_id=row.id,
+            user_id=user_id,
             csrf_token=signed_in.csrf_token,
             created_at=now,
             last_seen_at=now,
@@ -127,6 +135,8 @@ async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
 
 
 async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The organizations the user may act in: active memberships only (an invitation not yet
+    accepted gives no access)."""
     rows = await conn.execute(
         select(Organization.id, Organization.name, Role.name.label("role_name"))
         .select_from(Membership)

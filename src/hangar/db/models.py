@@ -5,7 +5,7 @@ from hangar.db.base import Base
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
-from hangar.orgs.models import Membership, Organization, Role, User
+from hangar.orgs.models import Invitation, Membership, Organization, Role, User
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
@@ -17,6 +17,7 @@ __all__ = [
     "Base",
     "Delivery",
     "Event",
+    "Invitation",
     "JobTick",
     "MaintenanceLog",
     "MelItem",

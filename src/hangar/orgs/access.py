@@ -45,11 +45,28 @@ async def current_session(request: Request) -> sessions.SignedIn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
     if signed_in is None:
         raise ApiError(401, "UNAUTHORIZED", "Sign in first: no session, or it has expired")
+    _check_csrf(request, signed_in)
+    return signed_in
+
+
+def _check_csrf(request: Request, signed_in: sessions.SignedIn) -> None:
     if request.method not in _SAFE_METHODS and not sessions.csrf_ok(
         signed_in.csrf_token, request.headers.get("x-csrf-token")
     ):
         raise ApiError(403, "CSRF_FAILED", "The X-CSRF-Token header is missing or wrong")
-    return signed_in
+
+
+async def csrf_if_signed_in(request: Request) -> None:
+    """For a route that needs no session: a request that comes with a live session cookie
+    still carries that session's CSRF token, as every unsafe session request does."""
+    token = request.cookies.get(sessions.COOKIE)
+    if not token:
+        return
+    services: Services = request.app.state.services
+    async with services.engine.begin() as conn:
+        signed_in = await sessions.resume(conn, token, services.clock.now())
+    if signed_in is not None:
+        _check_csrf(request, signed_in)
 
 
 async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:

@@ -1,26 +1,21 @@
-"""Creating organizations and their people, and the organization scoping that every product
-action's command goes through. Callers own the transaction."""
+"""Creating organizations, and the organization scoping that every product action's command
+goes through (people are added in orgs/members.py). Callers own the transaction."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
-from pydantic import BaseModel, Field
-from sqlalchemy import Insert, Select, Update, func, insert, select, update
+from pydantic import BaseModel
+from sqlalchemy import Insert, Select, Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.passwords import hash_password
-from hangar.bodies import RequestBody
 from hangar.errors import ApiError, invalid
-from hangar.external.schemas import CONTACT_FIELDS, field_names
-from hangar.external.schemas import Member as MemberOut
+from hangar.external.schemas import field_names
 from hangar.ids import new_id
-from hangar.orgs.access import Actor
-from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role, User
+from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
 
 
 async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UUID:
@@ -39,74 +34,6 @@ async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UU
 async def org_exists(conn: AsyncConnection, org_id: uuid.UUID) -> bool:
     found = await conn.scalar(select(Organization.id).where(Organization.id == org_id))
     return found is not None
-
-
-@dataclass(frozen=True)
-class NewMember:
-    user_id: uuid.UUID
-    membership_id: uuid.UUID
-    role: str
-
-
-async def add_member(
-    conn: AsyncConnection,
-    org_id: uuid.UUID,
-    *,
-    email: str,
-    role: str,
-    now: datetime,
-    password: str | None = None,
-    first_name: str = "",
-    last_name: str = "",
-    phone: str | None = None,
-    is_discovery: bool = False,
-) -> NewMember:
-    """Adds a person to an organization, creating the user if the email is new."""
-    if role not in ROLE_NAMES:
-        raise invalid("role", f"must be one of {', '.join(ROLE_NAMES)}")
-    email = email.strip().lower()
-    if "@" not in email:
-        raise invalid("email", "must be an email address")
-    role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
-    if role_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such organization")
-    user_id = await conn.scalar(select(User.id).where(func.lower(User.email) == email))
-    if user_id is None:
-        user_id = new_id()
-        await conn.execute(
-            insert(User).values(
-                id=user_id,
-                email=email,
-                password_hash=hash_password(password) if password else None,
-                first_name=first_name,
-                last_name=last_name,
-                phone=phone,
-                created_at=now,
-            )
-        )
-    else:
-        existing = await conn.scalar(
-            select(Membership.id).where(
-                Membership.org_id == org_id,
-                Membership.user_id == user_id,
-                Membership.deleted_at.is_(None),
-            )
-        )
-        if existing is not None:
-            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already a member")
-    membership_id = new_id()
-    await conn.execute(
-        insert(Membership).values(
-            id=membership_id,
-            org_id=org_id,
-            user_id=user_id,
-            role_id=role_id,
-            status="active",
-            is_discovery=is_discovery,
-            joined_at=now,
-        )
-    )
-    return NewMember(user_id=user_id, membership_id=membership_id, role=role)
 
 
 # Organization scoping for every product action. Each lookup names the actor's organization
@@ -213,92 +140,18 @@ async def referenced(
 async def require_member(
     conn: AsyncConnection, org_id: uuid.UUID, user_id: uuid.UUID, field: str
 ) -> None:
-    """`user_id` is a current member of the organization, or 422 naming the field."""
+    """`user_id` is an active member of the organization, or 422 naming the field.
+
+    A pending membership (an invitation not yet accepted) does not count: nobody can be put
+    on a reservation or a sign-off before they have agreed to join.
+    """
     found = await conn.scalar(
         select(Membership.id).where(
             Membership.org_id == org_id,
             Membership.user_id == user_id,
             Membership.deleted_at.is_(None),
+            Membership.status == "active",
         )
     )
     if found is None:
         raise invalid(field, "not a member of this organization")
-
-
-# Members (members.manage).
-
-
-class NewMemberBody(RequestBody):
-    email: str = Field(min_length=3, max_length=320)
-    first_name: str = Field(min_length=1, max_length=100)
-    last_name: str = Field(min_length=1, max_length=100)
-    phone: str | None = Field(None, max_length=40)
-    role: Literal["admin", "instructor", "mechanic", "member"]
-    password: str | None = Field(None, min_length=8, max_length=1024)
-    is_discovery: bool = False
-
-
-# The public Member, with every contact field: the admin who manages members sees them all.
-_MEMBER_COLUMNS = [
-    Role.name.label(name)
-    if name == "role_name"
-    else getattr(User if name in CONTACT_FIELDS else Membership, name)
-    for name in field_names(MemberOut)
-]
-
-
-async def member_view(conn: AsyncConnection, membership_id: uuid.UUID) -> dict[str, Any]:
-    stmt = (
-        select(*_MEMBER_COLUMNS)
-        .select_from(Membership)
-        .join(User, User.id == Membership.user_id)
-        .outerjoin(Role, Role.id == Membership.role_id)
-        .where(Membership.id == membership_id)
-    )
-    return dict((await conn.execute(stmt)).mappings().one())
-
-
-async def create_member(
-    conn: AsyncConnection, actor: Actor, body: NewMemberBody, now: datetime
-) -> dict[str, Any]:
-    """A new active membership; an existing user (same email) keeps their name and password."""
-    created = await add_member(
-        conn,
-        actor.org_id,
-        email=body.email,
-        role=body.role,
-        now=now,
-        password=body.password,
-        first_name=body.first_name,
-        last_name=body.last_name,
-        phone=body.phone,
-        is_discovery=body.is_discovery,
-    )
-    return await member_view(conn, created.membership_id)
-
-
-async def remove_member(
-    conn: AsyncConnection, actor: Actor, user_id: uuid.UUID, now: datetime
-) -> None:
-    """Soft-deletes the membership; the person loses access to this organization at once."""
-    membership_id = await conn.scalar(
-        select(Membership.id)
-        .where(
-            Membership.org_id == actor.org_id,
-            Membership.user_id == user_id,
-            Membership.deleted_at.is_(None),
-        )
-        .with_for_update()
-    )
-    if membership_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such member")
-    if user_id == actor.user_id:
-        # Otherwise the last admin could remove themselves and lock the organization out.
-        raise conflict("You cannot remove your own membership")
-    await moved(
-        conn,
-        update(Membership)
-        .where(Membership.id == membership_id, Membership.deleted_at.is_(None))
-        .values(deleted_at=now),
-        "The member was removed meanwhile",
-    )

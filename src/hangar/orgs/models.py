@@ -1,4 +1,9 @@
-"""Organizations, people, and the membership that ties a person to an organization with a role."""
+"""Organizations, people, and the membership that ties a person to an organization with a role.
+
+An account (User) belongs to its person: it holds only the email and password. What an
+organization knows of the person (names, phone) is that organization's own record, kept on the
+membership, so no organization can read or change what another has recorded.
+"""
 
 from __future__ import annotations
 
@@ -22,15 +27,16 @@ class Organization(Base):
 
 
 class User(Base):
-    """A person; one user may belong to several organizations."""
+    """A person's account; one user may belong to several organizations.
+
+    `password_hash` is NULL until the person sets a password through an invitation link (or
+    the operator's `hangar user create`): such an account cannot sign in.
+    """
 
     __tablename__ = "users"
     id: Mapped[uuid.UUID] = id_column()
     email: Mapped[str] = mapped_column(String(320), unique=True)  # stored lower-cased
     password_hash: Mapped[str | None] = mapped_column(String(200))
-    first_name: Mapped[str] = mapped_column(String(100), default="")
-    last_name: Mapped[str] = mapped_column(String(100), default="")
-    phone: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime]
 
 
@@ -45,6 +51,9 @@ class Role(Base):
 
 
 class Membership(Base):
+    """A person in one organization. `pending` is an invitation not yet accepted: it gives no
+    access anywhere. The names and phone are this organization's record of the person."""
+
     __tablename__ = "memberships"
     id: Mapped[uuid.UUID] = id_column()
     org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
@@ -54,3 +63,23 @@ class Membership(Base):
     is_discovery: Mapped[bool] = mapped_column(default=False)
     joined_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
+    first_name: Mapped[str] = mapped_column(String(100), default="")
+    last_name: Mapped[str] = mapped_column(String(100), default="")
+    phone: Mapped[str | None] = mapped_column(String(40))
+
+
+class Invitation(Base):
+    """The link that turns a pending membership into an active one.
+
+    Only the SHA-256 of the token is stored, so a database dump holds no usable link. One per
+    membership; single use (`accepted_at`) and short-lived (`expires_at`).
+    """
+
+    __tablename__ = "invitations"
+    id: Mapped[uuid.UUID] = id_column()
+    membership_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("memberships.id"), unique=True)
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    accepted_at: Mapped[datetime | None]

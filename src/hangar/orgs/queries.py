@@ -1,4 +1,8 @@
-"""Reads of memberships for the public API; contact fields only when the key may see them."""
+"""Reads of memberships for the public API; contact fields only when the key may see them.
+
+The email is the account's; the names and phone are this organization's own record of the
+person, kept on the membership: another organization's record never shows up here.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ _COLUMNS = [
     Membership.is_discovery,
     Membership.joined_at,
 ]
-_CONTACT_COLUMNS = [User.email, User.first_name, User.last_name, User.phone]
+_CONTACT_COLUMNS = [User.email, Membership.first_name, Membership.last_name, Membership.phone]
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from hangar.errors import ApiError
 from hangar.external.responses import json_response
 from hangar.ids import parse_id
-from hangar.orgs import commands
+from hangar.orgs import members
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import MEMBERS_MANAGE
 from hangar.services import Services
@@ -48,11 +48,14 @@ def no_content() -> Response:
 
 
 @router.post("", status_code=201)
-async def create_member(request: Request, actor: Manager, body: commands.NewMemberBody) -> Response:
-    return json_response(await transact(request, commands.create_member, actor, body), 201)
+async def create_member(request: Request, actor: Manager, body: members.NewMemberBody) -> Response:
+    """An invitation: a pending membership, and its link, shown this once."""
+    public_url = request.app.state.services.settings.public_url
+    created = await transact(request, members.create_member, actor, body, public_url)
+    return json_response(created, 201)
 
 
 @router.delete("/{user_id}", status_code=204)
 async def remove_member(request: Request, actor: Manager, user_id: str) -> Response:
-    await transact(request, commands.remove_member, actor, path_id(user_id, "member"))
+    await transact(request, members.remove_member, actor, path_id(user_id, "member"))
     return no_content()

@@ -16,7 +16,8 @@ from hangar.auth.commands import issue_key
 from hangar.auth.keys import SCOPES
 from hangar.auth.models import ApiKey
 from hangar.auth.passwords import hash_password
-from hangar.orgs.commands import add_member, create_org
+from hangar.orgs.commands import create_org
+from hangar.orgs.members import add_member
 from hangar.orgs.models import Membership, Organization, Role, User
 from hangar.seed.seeding import Progress, Sizes, seed_org
 
@@ -72,8 +73,8 @@ async def prepare_demo(
             .where(ApiKey.org_id == org_id, ApiKey.name == KEY_NAME, ApiKey.revoked_at.is_(None))
             .values(revoked_at=now)
         )
-    # Set here, not through add_member: a user with this email may already exist, and
-    # add_member keeps an existing user's password.
+    # The operator's own demo login, on a reserved .test address: set here, as add_member
+    # never sets a password.
     password = secrets.token_urlsafe(12)
     await conn.execute(
         update(User).where(User.id == admin_id).values(password_hash=hash_password(password))

@@ -13,7 +13,8 @@ from hangar.ids import new_id
 from hangar.seed.common import DAY, Row, at, between, ms, table
 from hangar.seed.vocab import AREA_CODES, EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
 
-USER_COLUMNS = ("id", "email", "password_hash", "first_name", "last_name", "phone", "created_at")
+USER_COLUMNS = ("id", "email", "password_hash", "created_at")
+# The names and phone are the organization's record of the person: they live on the membership.
 MEMBERSHIP_COLUMNS = (
     "id",
     "org_id",
@@ -23,6 +24,9 @@ MEMBERSHIP_COLUMNS = (
     "is_discovery",
     "joined_at",
     "deleted_at",
+    "first_name",
+    "last_name",
+    "phone",
 )
 
 _ROLES = table((("member", 80), ("instructor", 12), ("mechanic", 5), ("admin", 3)))
@@ -108,9 +112,6 @@ def member_rows(
                 user_id,
                 _email(first, last, f"{run}.{i:x}", rng.choice(EMAIL_DOMAINS)),
                 None,
-                first,
-                last,
-                phone,
                 at(created_ts),
             ),
             (
@@ -122,5 +123,8 @@ def member_rows(
                 shape.is_discovery,
                 joined,
                 deleted,
+                first,
+                last,
+                phone,
             ),
         )

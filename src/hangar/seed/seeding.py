@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.errors import ApiError
 from hangar.fleet.models import Aircraft
 from hangar.orgs.commands import org_exists
-from hangar.orgs.models import Membership, Role, User
+from hangar.orgs.models import Membership, Role
 from hangar.seed import fleet, maintenance, people, reservations, squawks
 from hangar.seed.bulk import BATCH, BulkWriter, writer_for
 from hangar.seed.common import Generated, batched
@@ -192,8 +192,14 @@ async def _pools(
         for a in aircraft
     ]
     members = await conn.execute(
-        select(Membership.user_id, Role.name, Membership.status, User.first_name, User.last_name)
-        .join(User, User.id == Membership.user_id)
+        select(
+            Membership.user_id,
+            Role.name,
+            Membership.status,
+            Membership.first_name,
+            Membership.last_name,
+        )
+        .select_from(Membership)
         .outerjoin(Role, Role.id == Membership.role_id)
         .where(Membership.org_id == org_id, Membership.deleted_at.is_(None))
         .order_by(Membership.id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 from email.utils import format_datetime
 from functools import lru_cache
@@ -35,10 +35,20 @@ class Entry:
     version: str
     released: date
     html: str
+    # A later entry of a version already listed (a change that kept the API's version) is
+    # told apart by its date, so anchors and feed ids stay unique and the first one's stay
+    # as they were.
+    repeat: bool = False
 
     @property
     def anchor(self) -> str:
-        return "v" + self.version
+        base = "v" + self.version
+        return f"{base}-{self.released.isoformat()}" if self.repeat else base
+
+    @property
+    def guid(self) -> str:
+        base = f"hangar-api-{self.version}"
+        return f"{base}-{self.released.isoformat()}" if self.repeat else base
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,12 @@ def parse(markdown: str) -> Changelog:
             raise ValueError(f"CHANGELOG.md heading {heading!r} is not 'VERSION — YYYY-MM-DD'")
         body = _md.renderer.render(tokens[start + 3 : end], _md.options, {})
         entries.append(Entry(match["version"], date.fromisoformat(match["date"]), body))
-    return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(entries))
+    # Newest first in the file: an entry is a repeat if an older one has its version.
+    marked = [
+        replace(e, repeat=any(o.version == e.version for o in entries[n + 1 :]))
+        for n, e in enumerate(entries)
+    ]
+    return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(marked))
 
 
 @lru_cache(maxsize=4)
@@ -99,7 +114,7 @@ def rss(log: Changelog, public_url: str) -> bytes:
         item = ET.SubElement(channel, "item")
         ET.SubElement(item, "title").text = f"API {entry.version}"
         ET.SubElement(item, "link").text = f"{page}#{entry.anchor}"
-        ET.SubElement(item, "guid", isPermaLink="false").text = f"hangar-api-{entry.version}"
+        ET.SubElement(item, "guid", isPermaLink="false").text = entry.guid
         ET.SubElement(item, "pubDate").text = format_datetime(
             datetime.combine(entry.released, time(), UTC)
         )

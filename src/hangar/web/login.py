@@ -8,7 +8,9 @@ a victim into the attacker's account.
 
 from __future__ import annotations
 
+import re
 import secrets
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -24,9 +26,16 @@ router = APIRouter(route_class=PageRoute)
 LOGIN_CSRF_COOKIE = "hangar_login_csrf"
 
 
+# An invitation page: its token is URL-safe base64, so nothing else fits this path.
+_INVITATION = re.compile(r"/invitations/[A-Za-z0-9_-]{1,100}")
+
+
 def _next(target: str) -> str:
-    # Only our own settings pages: never an absolute or protocol-relative URL.
+    # Only our own settings pages and invitation pages: never an absolute or
+    # protocol-relative URL.
     if target.startswith("/settings") and "//" not in target and "\\" not in target:
+        return target
+    if _INVITATION.fullmatch(target):
         return target
     return "/settings"
 
@@ -96,10 +105,12 @@ async def logout(request: Request) -> Response:
         viewer = await viewer_of(request)
     except PageExit:
         return redirect("/login")
-    await checked_form(request, viewer.session.csrf_token)
+    form = await checked_form(request, viewer.session.csrf_token)
     services = services_of(request)
     async with services.engine.begin() as conn:
         await sessions.sign_out(conn, viewer.session.session_id)
-    response = redirect("/login")
+    # Signing out to sign in as someone else (an invitation page offers it) comes back there.
+    target = _next(text(form, "next"))
+    response = redirect("/login" if target == "/settings" else f"/login?next={quote(target)}")
     response.delete_cookie(sessions.COOKIE, path="/")
     return response

@@ -1,0 +1,80 @@
+"""The operator's `hangar user create`: an active membership straight away, for bootstrapping.
+
+It may make an account with the password the operator gives (a new email), but it never
+touches an account that exists: that password belongs to its person, so giving one for an
+existing account is refused rather than silently ignored or applied. Callers own the
+transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.passwords import hash_password
+from hangar.errors import ApiError
+from hangar.orgs.members import account_of, add_member
+from hangar.orgs.models import User
+
+
+@dataclass(frozen=True)
+class Bootstrapped:
+    user_id: uuid.UUID
+    membership_id: uuid.UUID
+    role: str
+    account: Literal["created", "existing"]
+
+
+async def bootstrap_member(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    email: str,
+    role: str,
+    password: str | None,
+    now: datetime,
+    first_name: str = "",
+    last_name: str = "",
+    phone: str | None = None,
+) -> Bootstrapped:
+    exists = await account_of(conn, email) is not None
+    if exists and password is not None:
+        raise ApiError(
+            409,
+            "ACCOUNT_EXISTS",
+            f"{email.strip().lower()} already has an account, and its password belongs to its "
+            "owner: omit --password to add the membership",
+        )
+    if not exists and password is None:
+        raise ApiError(
+            422, "VALIDATION_ERROR", "--password is required: this email has no account yet"
+        )
+    member = await add_member(
+        conn,
+        org_id,
+        email=email,
+        role=role,
+        now=now,
+        status="active",
+        first_name=first_name,
+        last_name=last_name,
+        phone=phone,
+    )
+    if member.account_created:
+        assert password is not None
+        await conn.execute(
+            update(User)
+            .where(User.id == member.user_id)
+            .values(password_hash=hash_password(password))
+        )
+    return Bootstrapped(
+        member.user_id,
+        member.membership_id,
+        member.role,
+        "created" if member.account_created else "existing",
+    )

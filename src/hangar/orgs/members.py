@@ -1,0 +1,240 @@
+"""People in an organization: adding (by invitation), and removing. Callers own the transaction.
+
+An account belongs to its person. Nothing here lets an organization set, learn or change
+anything about an account: the names and phone an admin gives are stored on the membership
+(this organization's record of the person), a new account gets no password (its person sets
+one through the invitation link), and the answer to "add this email" is built only from what
+the admin typed, so it is the same whether or not the email has an account elsewhere.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.bodies import RequestBody
+from hangar.errors import ApiError, invalid
+from hangar.ids import new_id
+from hangar.orgs import invitations
+from hangar.orgs.access import Actor
+from hangar.orgs.commands import conflict, moved
+from hangar.orgs.models import ROLE_NAMES, Membership, Role, User
+
+MemberStatus = Literal["active", "pending"]
+
+
+@dataclass(frozen=True)
+class NewMember:
+    user_id: uuid.UUID
+    membership_id: uuid.UUID
+    role_id: uuid.UUID
+    role: str
+    email: str
+    status: MemberStatus
+    joined_at: datetime | None
+    # Whether this call made the account. Only the operator's CLI may learn it: never put
+    # it in anything an organization's admin sees.
+    account_created: bool
+
+
+def normalized_email(email: str) -> str:
+    email = email.strip().lower()
+    if "@" not in email:
+        raise invalid("email", "must be an email address")
+    return email
+
+
+async def account_of(conn: AsyncConnection, email: str) -> uuid.UUID | None:
+    """The id of the account with this email, if there is one (for the operator's CLI)."""
+    found: uuid.UUID | None = await conn.scalar(
+        select(User.id).where(func.lower(User.email) == normalized_email(email))
+    )
+    return found
+
+
+async def add_member(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    email: str,
+    role: str,
+    now: datetime,
+    status: MemberStatus = "active",
+    first_name: str = "",
+    last_name: str = "",
+    phone: str | None = None,
+    is_discovery: bool = False,
+) -> NewMember:
+    """A membership for the email's account, making the account (without a password) if the
+    email has none. An existing account is only referred to, never changed.
+
+    `active` is for the operator (CLI, demo, seed, tests); admins invite (`pending`).
+    """
+    if role not in ROLE_NAMES:
+        raise invalid("role", f"must be one of {', '.join(ROLE_NAMES)}")
+    email = normalized_email(email)
+    role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
+    if role_id is None:
+        raise ApiError(404, "NOT_FOUND", "No such organization")
+    user_id = await account_of(conn, email)
+    created = user_id is None
+    if user_id is None:
+        user_id = new_id()
+        await conn.execute(
+            insert(User).values(id=user_id, email=email, password_hash=None, created_at=now)
+        )
+    else:
+        # About this organization only: its admin knows who its members are.
+        existing = await conn.scalar(
+            select(Membership.status).where(
+                Membership.org_id == org_id,
+                Membership.user_id == user_id,
+                Membership.deleted_at.is_(None),
+            )
+        )
+        if existing == "pending":
+            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already invited (pending)")
+        if existing is not None:
+            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already a member")
+    joined_at = now if status == "active" else None
+    membership_id = new_id()
+    await conn.execute(
+        insert(Membership).values(
+            id=membership_id,
+            org_id=org_id,
+            user_id=user_id,
+            role_id=role_id,
+            status=status,
+            is_discovery=is_discovery,
+            joined_at=joined_at,
+            first_name=first_name,
+            last_name=last_name,
+            phone=phone,
+        )
+    )
+    return NewMember(
+        user_id=user_id,
+        membership_id=membership_id,
+        role_id=role_id,
+        role=role,
+        email=email,
+        status=status,
+        joined_at=joined_at,
+        account_created=created,
+    )
+
+
+@dataclass(frozen=True)
+class Invited:
+    member: NewMember
+    invitation: invitations.Issued
+
+
+async def invite_member(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    email: str,
+    role: str,
+    now: datetime,
+    first_name: str = "",
+    last_name: str = "",
+    phone: str | None = None,
+    is_discovery: bool = False,
+) -> Invited:
+    """A pending membership and its invitation; the admin's API and `hangar member invite`."""
+    member = await add_member(
+        conn,
+        org_id,
+        email=email,
+        role=role,
+        now=now,
+        status="pending",
+        first_name=first_name,
+        last_name=last_name,
+        phone=phone,
+        is_discovery=is_discovery,
+    )
+    issued = await invitations.issue(conn, org_id, member.membership_id, now)
+    return Invited(member, issued)
+
+
+class NewMemberBody(RequestBody):
+    # No password: an admin never chooses a person's password.
+    email: str = Field(min_length=3, max_length=320)
+    first_name: str = Field(min_length=1, max_length=100)
+    last_name: str = Field(min_length=1, max_length=100)
+    phone: str | None = Field(None, max_length=40)
+    role: Literal["admin", "instructor", "mechanic", "member"]
+    is_discovery: bool = False
+
+
+async def create_member(
+    conn: AsyncConnection, actor: Actor, body: NewMemberBody, public_url: str, now: datetime
+) -> dict[str, Any]:
+    """POST /api/orgs/{org_id}/members: an invitation, answered with the public Member (every
+    contact field) plus the link, shown this once.
+
+    The Member is made from this request and this organization's rows only, never read
+    back from the account: the same fields, whoever the email belongs to.
+    """
+    invited = await invite_member(
+        conn,
+        actor.org_id,
+        email=body.email,
+        role=body.role,
+        now=now,
+        first_name=body.first_name,
+        last_name=body.last_name,
+        phone=body.phone,
+        is_discovery=body.is_discovery,
+    )
+    member = invited.member
+    return {
+        "user_id": member.user_id,
+        "role_id": member.role_id,
+        "role_name": member.role,
+        "status": member.status,
+        "is_discovery": body.is_discovery,
+        "joined_at": member.joined_at,
+        "email": member.email,
+        "first_name": body.first_name,
+        "last_name": body.last_name,
+        "phone": body.phone,
+        "invitation_url": invitations.link(public_url, invited.invitation.token),
+        "invitation_expires_at": invited.invitation.expires_at,
+    }
+
+
+async def remove_member(
+    conn: AsyncConnection, actor: Actor, user_id: uuid.UUID, now: datetime
+) -> None:
+    """Soft-deletes the membership, pending or not: the person loses access to this
+    organization at once, and an unused invitation link stops working."""
+    membership_id = await conn.scalar(
+        select(Membership.id)
+        .where(
+            Membership.org_id == actor.org_id,
+            Membership.user_id == user_id,
+            Membership.deleted_at.is_(None),
+        )
+        .with_for_update()
+    )
+    if membership_id is None:
+        raise ApiError(404, "NOT_FOUND", "No such member")
+    if user_id == actor.user_id:
+        # Otherwise the last admin could remove themselves and lock the organization out.
+        raise conflict("You cannot remove your own membership")
+    await moved(
+        conn,
+        update(Membership)
+        .where(Membership.id == membership_id, Membership.deleted_at.is_(None))
+        .values(deleted_at=now),
+        "The member was removed meanwhile",
+    )

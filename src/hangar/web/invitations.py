@@ -1,0 +1,145 @@
+"""/invitations/{token}: the page an invited person opens, the same rules as the session API.
+
+- A new account (no password yet): a form to choose the password; sending it accepts and
+  signs the person in. No session exists yet to hold a CSRF token, so the form carries a
+  double-submit token as /login does (otherwise another site could sign a visitor into an
+  account of its own making).
+- An existing account: signed in as that account, an Accept button (the session's CSRF
+  token); otherwise a link to sign in as the invited email, which comes back here.
+- An unusable link: one 404 page, whatever the reason.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from hangar.auth import sessions
+from hangar.auth.invitation_routes import choose_password
+from hangar.auth.session_routes import set_session_cookie
+from hangar.errors import ApiError
+from hangar.orgs import invitations
+from hangar.web.access import CSRF_FIELD, checked_form, services_of, text
+from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
+
+router = APIRouter(route_class=PageRoute)
+
+INVITE_CSRF_COOKIE = "hangar_invite_csrf"
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024
+
+
+def _gone(request: Request) -> PageExit:
+    return PageExit(
+        error_page(
+            request,
+            404,
+            "Invitation not valid",
+            "This invitation link is not valid or has expired. Links work once and for "
+            f"{invitations.LIFETIME.days} days: ask the organization's administrator for a "
+            "new one.",
+        )
+    )
+
+
+async def _open(request: Request, token: str) -> tuple[invitations.Open, sessions.SignedIn | None]:
+    services = services_of(request)
+    now = services.clock.now()
+    async with services.engine.begin() as conn:
+        found = await invitations.find(conn, token, now)
+        signed_in = await sessions.resume(conn, request.cookies.get(sessions.COOKIE), now)
+    if found is None:
+        raise _gone(request)
+    return found, signed_in
+
+
+def _password_form(
+    request: Request, found: invitations.Open, token: str, *, status: int = 200, error: str = ""
+) -> Response:
+    csrf = secrets.token_urlsafe(32)
+    response = render(
+        request,
+        "invitation.html",
+        status,
+        invitation=found,
+        token=token,
+        form_csrf=csrf,
+        error=error,
+    )
+    response.set_cookie(
+        INVITE_CSRF_COOKIE,
+        csrf,
+        max_age=3600,
+        httponly=True,
+        samesite="strict",
+        secure=services_of(request).settings.public_url.startswith("https://"),
+        path="/invitations",
+    )
+    return response
+
+
+@router.get("/invitations/{token}")
+async def invitation_page(request: Request, token: str) -> Response:
+    found, signed_in = await _open(request, token)
+    if found.needs_password:
+        return _password_form(request, found, token)
+    return render(
+        request,
+        "invitation.html",
+        invitation=found,
+        token=token,
+        signed_in=signed_in,
+        is_invitee=signed_in is not None and signed_in.user_id == found.user_id,
+        csrf_token=signed_in.csrf_token if signed_in else "",
+    )
+
+
+@router.post("/invitations/{token}/password")
+async def choose_password_form(request: Request, token: str) -> Response:
+    found, _ = await _open(request, token)
+    if not found.needs_password:
+        raise _gone(request)
+    form = await request.form(max_fields=10, max_files=0)
+    expected = request.cookies.get(INVITE_CSRF_COOKIE)
+    given = form.get(CSRF_FIELD)
+    if not expected or not sessions.csrf_ok(expected, given if isinstance(given, str) else None):
+        return _password_form(
+            request,
+            found,
+            token,
+            status=403,
+            error="The form had expired. Please choose your password again.",
+        )
+    password, again = text(form, "password"), text(form, "password_again")
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        error = f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters."
+        return _password_form(request, found, token, status=422, error=error)
+    if password != again:
+        error = "The two passwords differ. Type the same password twice."
+        return _password_form(request, found, token, status=422, error=error)
+    services = services_of(request)
+    try:
+        cookie, _ = await choose_password(services, token, password)
+    except ApiError as refused:  # used or removed since the page was opened
+        raise _gone(request) from refused
+    response = redirect("/settings")
+    set_session_cookie(response, services, cookie)
+    response.delete_cookie(INVITE_CSRF_COOKIE, path="/invitations")
+    return response
+
+
+@router.post("/invitations/{token}/accept")
+async def accept_form(request: Request, token: str) -> Response:
+    _, signed_in = await _open(request, token)
+    if signed_in is None:
+        return redirect(f"/login?next=/invitations/{token}")
+    await checked_form(request, signed_in.csrf_token)
+    services = services_of(request)
+    try:
+        async with services.engine.begin() as conn:
+            await invitations.accept(conn, token, signed_in.user_id, services.clock.now())
+    except ApiError as refused:  # someone else's link, or used meanwhile
+        raise _gone(request) from refused
+    return redirect("/settings")

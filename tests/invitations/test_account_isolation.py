@@ -1,0 +1,185 @@
+"""The two attacks an organization's admin could make on accounts that exist outside it,
+reproduced end to end through the HTTP API, and shown to be closed.
+
+1. Takeover: B's admin sets up alice@ with a password B chose; A's admin then adds alice@ as
+   an admin of A. B's password must never give access to A, and the account B set up must not
+   be able to accept A's invitation without A's link.
+2. Disclosure and enrolment: B's admin adds the email of one of A's members. The answer must
+   not carry A's record of the person (names, phone), must not enrol the person in B without
+   their consent, and must look exactly like the answer for an email with no account.
+
+`org` is A (its admin is `admin`), `other` is B (its admin is `outsider`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from hangar.services import Services
+from tests.actions.support import public
+from tests.conftest import PASSWORD
+from tests.factories import Org
+from tests.invites import browser, invite, org_ids, set_password, sign_in, token_of
+
+B_PASSWORD = "chosen by B's admin"
+# What the admin typed differs between the two requests; nothing else may.
+TYPED = {"email", "first_name", "last_name", "phone", "role_name", "is_discovery"}
+GENERATED = {"user_id", "role_id", "invitation_url"}
+
+
+async def test_a_password_set_up_through_b_never_gives_access_to_a(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    client: httpx.AsyncClient,
+    org: Org,
+    other: Org,
+) -> None:
+    # B's admin invites alice@ and, holding the link, chooses her password.
+    b_link = await invite(outsider, other, "alice@x.example", first_name="Alice", last_name="B")
+    async with browser(services) as b_admin_as_alice:
+        assert (await set_password(b_admin_as_alice, token_of(b_link), B_PASSWORD)).is_success
+
+        # A's admin adds the same email as an admin of A. No password can be given.
+        with_password = await admin.post(
+            f"/api/orgs/{org.id}/members",
+            json={
+                "email": "alice@x.example",
+                "first_name": "Alice",
+                "last_name": "A",
+                "role": "admin",
+                "password": "A's choice",
+            },
+        )
+        assert with_password.status_code == 422
+        a_link = await invite(admin, org, "alice@x.example", role="admin", last_name="A")
+        assert a_link["status"] == "pending"
+
+        # B's password signs in to B only; A is as unknown as any organization.
+        session = (await b_admin_as_alice.get("/api/session")).json()
+        assert org_ids(session) == {str(other.id)}
+        for attempt in (
+            await b_admin_as_alice.post(f"/api/orgs/{org.id}/api-keys", json={}),
+            await b_admin_as_alice.get(f"/api/orgs/{org.id}/api-keys"),
+            await b_admin_as_alice.post(f"/api/orgs/{org.id}/members", json={}),
+            await b_admin_as_alice.get(f"/settings/{org.id}/keys"),
+        ):
+            assert attempt.status_code == 404
+        # Without A's link there is nothing to accept: B's own (used) link, a guess, and the
+        # password door (the account has one) all answer the same 404.
+        for token in (token_of(b_link), "A" * 43):
+            refused = await b_admin_as_alice.post(f"/api/invitations/{token}/accept")
+            assert refused.status_code == 404
+        assert (
+            await set_password(b_admin_as_alice, token_of(a_link), "takeover!")
+        ).status_code == 404
+        async with browser(services) as fresh:
+            assert (await sign_in(fresh, "alice@x.example", "takeover!")).status_code == 401
+            again = (await sign_in(fresh, "alice@x.example", B_PASSWORD)).json()
+            assert org_ids(again) == {str(other.id)}
+
+    # A still sees a pending invitation, not an admin.
+    [alice_in_a] = [
+        m for m in await public(client, org, "members") if m["email"] == "alice@x.example"
+    ]
+    assert (alice_in_a["status"], alice_in_a["role_name"]) == ("pending", "admin")
+
+
+async def test_adding_an_email_of_another_orgs_member_discloses_and_enrols_nothing(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    client: httpx.AsyncClient,
+    org: Org,
+    other: Org,
+) -> None:
+    bob = await org.member(
+        "instructor",
+        email="bob@x.example",
+        first_name="Robert",
+        last_name="Secretname",
+        phone="+15559876543",
+        password=PASSWORD,
+    )
+
+    known = await outsider.post(
+        f"/api/orgs/{other.id}/members",
+        json={"email": "bob@x.example", "first_name": "Bobby", "last_name": "B", "role": "member"},
+    )
+    unknown = await outsider.post(
+        f"/api/orgs/{other.id}/members",
+        json={
+            "email": "nobody@x.example",
+            "first_name": "Bobby",
+            "last_name": "B",
+            "role": "member",
+        },
+    )
+
+    # The same status and the same shape, whether or not the email has an account.
+    assert known.status_code == unknown.status_code == 201
+    k, u = known.json(), unknown.json()
+    assert set(k) == set(u)
+    assert known.headers.keys() == unknown.headers.keys()
+    differing = {f for f in k if k[f] != u[f]}
+    assert differing <= GENERATED | {"email"}, differing
+    assert k["email"] == "bob@x.example"
+    assert {f: k[f] for f in TYPED - {"email"}} == {f: u[f] for f in TYPED - {"email"}}
+    # Nothing of A's record of Bob is in B's answer.
+    for secret in ("Robert", "Secretname", "+15559876543", "instructor", str(org.id)):
+        assert secret not in known.text
+    assert (k["first_name"], k["last_name"], k["phone"]) == ("Bobby", "B", None)
+
+    # B's own list shows B's record; A's is untouched.
+    [bob_in_b] = [m for m in await public(client, other, "members") if m["user_id"] == str(bob)]
+    assert (bob_in_b["status"], bob_in_b["first_name"], bob_in_b["phone"]) == (
+        "pending",
+        "Bobby",
+        None,
+    )
+    assert "Secretname" not in str(await public(client, other, "members"))
+    [bob_in_a] = [m for m in await public(client, org, "members") if m["user_id"] == str(bob)]
+    assert (bob_in_a["status"], bob_in_a["first_name"], bob_in_a["last_name"]) == (
+        "active",
+        "Robert",
+        "Secretname",
+    )
+    assert bob_in_a["phone"] == "+15559876543"
+
+    # Bob is not enrolled in B until he accepts; B's admin cannot accept for him.
+    async with browser(services) as bob_browser:
+        session = (await sign_in(bob_browser, "bob@x.example", PASSWORD)).json()
+        assert org_ids(session) == {str(org.id)}
+        assert (await bob_browser.post(f"/api/orgs/{other.id}/squawks", json={})).status_code == 404
+    refused = await outsider.post(f"/api/invitations/{token_of(k)}/accept")
+    assert refused.status_code == 404
+    assert (await set_password(client, token_of(k), "B sets it")).status_code == 404
+
+
+async def test_the_answer_for_a_known_email_matches_that_for_a_new_one_field_by_field(
+    admin: httpx.AsyncClient, outsider: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    await org.member("member", email="known@x.example", first_name="K", phone="+15550000001")
+    fields: dict[str, Any] = {
+        "first_name": "Same",
+        "last_name": "Name",
+        "phone": "+1555",
+        "is_discovery": True,
+    }
+
+    known = await invite(outsider, other, "known@x.example", role="mechanic", **fields)
+    new = await invite(outsider, other, "new@x.example", role="mechanic", **fields)
+
+    for created in (known, new):
+        assert {f: created[f] for f in fields} == fields
+        assert (created["status"], created["joined_at"], created["role_name"]) == (
+            "pending",
+            None,
+            "mechanic",
+        )
+        assert created["invitation_expires_at"] == new["invitation_expires_at"]
+        uuid.UUID(created["user_id"])
+    assert known["role_id"] == new["role_id"]  # B's mechanic role, not anything of A's

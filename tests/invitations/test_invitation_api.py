@@ -1,0 +1,268 @@
+"""/api/invitations/{token}: looking at a link, setting a new account's password through it,
+and accepting it signed in. Time moves only when a test moves the clock."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from hangar.orgs.invitations import LIFETIME
+from hangar.orgs.models import Invitation, Membership
+from hangar.services import Services
+from tests.conftest import PASSWORD
+from tests.factories import Org
+from tests.invites import browser, invite, org_ids, set_password, sign_in, token_of
+from tests.support import FakeClock
+
+NOT_VALID = {"detail": "This invitation link is not valid or has expired", "code": "NOT_FOUND"}
+
+
+async def status_of(org: Org, user: str) -> tuple[str, object]:
+    async with org.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(Membership.status, Membership.joined_at).where(
+                    Membership.org_id == org.id,
+                    Membership.user_id == uuid.UUID(user),
+                    Membership.deleted_at.is_(None),
+                )
+            )
+        ).one()
+    return row.status, row.joined_at
+
+
+async def test_the_link_says_where_it_leads_and_whether_a_password_is_needed(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    await other.member("admin", email="has-account@example.org", password=PASSWORD)
+    new = await invite(admin, org, "New.Person@Example.org", role="instructor")
+    known = await invite(admin, org, "has-account@example.org")
+
+    shown = await client.get(f"/api/invitations/{token_of(new)}")
+
+    assert shown.status_code == 200
+    assert shown.headers["cache-control"] == "no-store"
+    org_name = (await admin.get("/api/session")).json()["memberships"][0]["org_name"]
+    assert shown.json() == {
+        "org_name": org_name,
+        "role_name": "instructor",
+        "email": "new.person@example.org",
+        "expires_at": "2026-05-11T10:00:30Z",
+        "needs_password": True,
+    }
+    seen = (await client.get(f"/api/invitations/{token_of(known)}")).json()
+    assert seen["needs_password"] is False
+    assert str(other.id) not in str(seen)
+    assert "Other Aero Club" not in str(seen)
+
+
+@pytest.mark.parametrize("token", ["x" * 43, "", "x" * 500, "..%2F..%2Fapi"])
+async def test_an_unknown_link_is_404(client: httpx.AsyncClient, token: str) -> None:
+    response = await client.get(f"/api/invitations/{token}")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NOT_FOUND"
+
+
+async def test_a_new_person_sets_their_password_which_accepts_and_signs_them_in(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org, clock: FakeClock
+) -> None:
+    created = await invite(admin, org, "fresh@example.org", role="mechanic")
+    token = token_of(created)
+    clock.advance(hours=3)
+
+    async with browser(services) as person:
+        response = await set_password(person, token, "my own secret")
+
+        assert response.status_code == 200, response.text
+        assert "hangar_session" in response.cookies
+        body = response.json()
+        assert body["user"] == {"id": created["user_id"], "email": "fresh@example.org"}
+        [joined] = body["memberships"]
+        assert (joined["org_id"], joined["role_name"]) == (str(org.id), "mechanic")
+        assert (await person.get("/api/session")).status_code == 200
+        # The session acts in the organization at once.
+        assert (await person.post(f"/api/orgs/{org.id}/squawks", json={})).status_code == 422
+        assert (await person.post(f"/api/orgs/{other.id}/squawks", json={})).status_code == 404
+    status, joined_at = await status_of(org, created["user_id"])
+    assert (status, joined_at) == ("active", clock.now())
+    async with browser(services) as later:
+        assert (await sign_in(later, "fresh@example.org", "my own secret")).status_code == 200
+
+
+async def test_the_password_must_be_at_least_8_characters(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+) -> None:
+    token = token_of(await invite(admin, org, "short-pw@example.org"))
+    response = await client.post(f"/api/invitations/{token}/password", json={"password": "1234567"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "password"]
+    assert (await client.get(f"/api/invitations/{token}")).status_code == 200  # still usable
+
+
+async def test_a_link_never_sets_the_password_of_an_account_that_has_one(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    await other.member("member", email="owner@example.org", password=PASSWORD)
+    created = await invite(admin, org, "owner@example.org")
+
+    async with browser(services) as holder:
+        refused = await set_password(holder, token_of(created), "the admin's choice")
+
+        assert refused.status_code == 404
+        assert refused.json() == NOT_VALID
+        assert "hangar_session" not in refused.cookies
+        assert (await sign_in(holder, "owner@example.org", "the admin's choice")).status_code == 401
+        assert (await sign_in(holder, "owner@example.org", PASSWORD)).status_code == 200
+    assert await status_of(org, created["user_id"]) == ("pending", None)
+
+
+async def test_an_existing_account_accepts_signed_in_with_the_link(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org, clock: FakeClock
+) -> None:
+    await other.member("member", email="joiner@example.org", password=PASSWORD)
+    created = await invite(admin, org, "joiner@example.org", role="instructor")
+    async with browser(services) as person:
+        before = (await sign_in(person, "joiner@example.org", PASSWORD)).json()
+        assert org_ids(before) == {str(other.id)}  # pending: not listed, no access
+        assert (await person.post(f"/api/orgs/{org.id}/squawks", json={})).status_code == 404
+        clock.advance(minutes=5)
+
+        accepted = await person.post(f"/api/invitations/{token_of(created)}/accept")
+
+        assert accepted.status_code == 200, accepted.text
+        assert org_ids(accepted.json()) == {str(org.id), str(other.id)}
+        assert (await person.post(f"/api/orgs/{org.id}/squawks", json={})).status_code == 422
+    assert await status_of(org, created["user_id"]) == ("active", clock.now())
+
+
+async def test_accepting_needs_the_csrf_header(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    await other.member("member", email="csrf-joiner@example.org", password=PASSWORD)
+    created = await invite(admin, org, "csrf-joiner@example.org")
+    async with browser(services) as person:
+        await sign_in(person, "csrf-joiner@example.org", PASSWORD)
+        del person.headers["X-CSRF-Token"]
+
+        refused = await person.post(f"/api/invitations/{token_of(created)}/accept")
+        wrong = await person.post(
+            f"/api/invitations/{token_of(created)}/accept", headers={"X-CSRF-Token": "nope"}
+        )
+
+    for response in (refused, wrong):
+        assert response.status_code == 403
+        assert response.json()["code"] == "CSRF_FAILED"
+    assert await status_of(org, created["user_id"]) == ("pending", None)
+
+
+async def test_accepting_without_a_session_is_401(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+) -> None:
+    created = await invite(admin, org, "anon@example.org")
+    response = await client.post(f"/api/invitations/{token_of(created)}/accept")
+    assert response.status_code == 401
+    assert await status_of(org, created["user_id"]) == ("pending", None)
+
+
+async def test_someone_else_signed_in_cannot_accept_anothers_link(
+    admin: httpx.AsyncClient, member: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    await other.member("member", email="intended@example.org", password=PASSWORD)
+    created = await invite(admin, org, "intended@example.org")
+
+    response = await member.post(f"/api/invitations/{token_of(created)}/accept")
+
+    assert response.status_code == 404
+    assert response.json() == NOT_VALID
+    assert await status_of(org, created["user_id"]) == ("pending", None)
+
+
+async def test_a_link_works_once(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    await other.member("member", email="once@example.org", password=PASSWORD)
+    created = await invite(admin, org, "once@example.org")
+    token = token_of(created)
+    async with browser(services) as person:
+        await sign_in(person, "once@example.org", PASSWORD)
+        assert (await person.post(f"/api/invitations/{token}/accept")).status_code == 200
+
+        again = await person.post(f"/api/invitations/{token}/accept")
+        shown = await person.get(f"/api/invitations/{token}")
+
+    assert again.status_code == shown.status_code == 404
+    assert again.json() == shown.json() == NOT_VALID
+
+
+async def test_a_new_accounts_link_cannot_be_used_twice_even_at_once(
+    admin: httpx.AsyncClient, services: Services, org: Org
+) -> None:
+    token = token_of(await invite(admin, org, "race@example.org"))
+    async with browser(services) as one, browser(services) as two:
+        first, second = await asyncio.gather(
+            set_password(one, token, "first password"), set_password(two, token, "second password")
+        )
+        assert sorted([first.status_code, second.status_code]) == [200, 404]
+        winner = "first password" if first.status_code == 200 else "second password"
+        loser = "second password" if winner == "first password" else "first password"
+        async with browser(services) as later:
+            assert (await sign_in(later, "race@example.org", loser)).status_code == 401
+            assert (await sign_in(later, "race@example.org", winner)).status_code == 200
+
+
+async def test_a_link_expires_after_seven_days(
+    admin: httpx.AsyncClient, services: Services, org: Org, clock: FakeClock
+) -> None:
+    assert LIFETIME.days == 7
+    early = token_of(await invite(admin, org, "slow@example.org"))
+    late = token_of(await invite(admin, org, "slower@example.org"))
+    clock.advance(days=7, seconds=-1)
+    async with browser(services) as person:
+        assert (await set_password(person, early, "just in time")).status_code == 200
+
+    clock.advance(seconds=1)
+
+    async with browser(services) as person:
+        for response in (
+            await person.get(f"/api/invitations/{late}"),
+            await set_password(person, late, "too late now"),
+        ):
+            assert response.status_code == 404
+            assert response.json() == NOT_VALID
+
+
+async def test_an_expired_link_cannot_be_accepted_signed_in(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org, clock: FakeClock
+) -> None:
+    await other.member("member", email="expired-joiner@example.org", password=PASSWORD)
+    created = await invite(admin, org, "expired-joiner@example.org")
+    clock.advance(days=7)
+    async with browser(services) as person:
+        await sign_in(person, "expired-joiner@example.org", PASSWORD)
+        response = await person.post(f"/api/invitations/{token_of(created)}/accept")
+    assert response.status_code == 404
+    assert await status_of(org, created["user_id"]) == ("pending", None)
+
+
+async def test_an_accepted_invitation_records_when(
+    admin: httpx.AsyncClient, services: Services, org: Org, clock: FakeClock
+) -> None:
+    created = await invite(admin, org, "recorded@example.org")
+    clock.advance(days=2)
+    async with browser(services) as person:
+        assert (await set_password(person, token_of(created), "recorded pw")).status_code == 200
+    async with org.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(Invitation.accepted_at, Invitation.expires_at)
+                .join(Membership, Membership.id == Invitation.membership_id)
+                .where(Membership.user_id == uuid.UUID(created["user_id"]))
+            )
+        ).one()
+    assert row.accepted_at == clock.now()
+    assert row.expires_at == clock.now() - timedelta(days=2) + LIFETIME
