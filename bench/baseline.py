@@ -101,9 +101,8 @@ SQL_MEMBERS = (
 )
 SQL_MEMBERS_FULL = (
     "SELECT m.user_id, m.role_id, r.name AS role_name, m.status, m.is_discovery, m.joined_at,"
-    " u.email, m.first_name, m.last_name, m.phone"
+    " m.email, m.first_name, m.last_name, m.phone"
     " FROM memberships m LEFT OUTER JOIN roles r ON r.id = m.role_id"
-    " JOIN users u ON u.id = m.user_id"
     " WHERE m.org_id = $1 AND m.deleted_at IS NULL"
     " ORDER BY m.joined_at ASC NULLS LAST, m.id"
 )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth.commands import issue_key
@@ -18,9 +18,10 @@ from hangar.auth.passwords import hash_password
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
+from hangar.orgs import invitations
 from hangar.orgs.commands import create_org
 from hangar.orgs.members import add_member
-from hangar.orgs.models import User
+from hangar.orgs.models import Membership, Role, User
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
 
@@ -98,6 +99,41 @@ class Org:
                     .values(password_hash=hash_password(password))
                 )
         return created.user_id
+
+    async def membership_row(
+        self, user_id: uuid.UUID, email: str, role: str = "member", *, status: str = "active"
+    ) -> uuid.UUID:
+        """A membership of an existing account inserted as it stands, with no check: rows that
+        the application no longer makes (a pending membership on the account itself, as
+        before invitations named emails), or that only a race could."""
+        membership_id = new_id()
+        async with self.engine.begin() as conn:
+            role_id = await conn.scalar(
+                select(Role.id).where(Role.org_id == self.id, Role.name == role)
+            )
+            await conn.execute(
+                insert(Membership).values(
+                    id=membership_id,
+                    org_id=self.id,
+                    user_id=user_id,
+                    role_id=role_id,
+                    status=status,
+                    is_discovery=False,
+                    joined_at=None if status == "pending" else T0,
+                    email=email,
+                    first_name="Row",
+                    last_name="Made",
+                )
+            )
+        return membership_id
+
+    async def legacy_invitation(self, user_id: uuid.UUID, email: str, now: datetime) -> str:
+        """An invitation made before invitations named emails (migration 0006 keeps them): its
+        pending membership is the account's own. The link's token."""
+        membership_id = await self.membership_row(user_id, email, status="pending")
+        async with self.engine.begin() as conn:
+            issued = await invitations.issue(conn, self.id, membership_id, email, now)
+        return issued.token
 
 
 async def make_org(engine: AsyncEngine, name: str = "Org") -> Org:

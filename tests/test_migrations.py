@@ -1,6 +1,11 @@
-"""Migration 0005 on a database that holds data: names and phone move from each account to
-each of its memberships, and every membership keeps its status (today's members stay
-active). Runs on SQLite, and on PostgreSQL when the run uses it."""
+"""Migrations on a database that holds data. Runs on SQLite, and on PostgreSQL when the run
+uses it.
+
+- 0005: names and phone move from each account to each of its memberships, and every
+  membership keeps its status (today's members stay active).
+- 0006: each membership and invitation gets the email (copied from the account), and
+  `users.email` becomes nullable for invitations' placeholders, still unique where set.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 
@@ -160,7 +166,7 @@ async def test_0005_copies_each_accounts_names_to_its_memberships_and_keeps_them
 
 async def test_0005_downgrades_back_to_one_record_per_account(blank_database_url: str) -> None:
     url = blank_database_url
-    await upgrade_async(url)
+    await upgrade_async(url, "0005")
     org, role, user, lonely = new_id(), new_id(), new_id(), new_id()
     engine = make_engine(url)
     try:
@@ -188,3 +194,199 @@ async def test_0005_downgrades_back_to_one_record_per_account(blank_database_url
     finally:
         await engine.dispose()
     assert names == {"kept@example.org": "Kept", "lonely@example.org": ""}
+
+
+INVITES = sa.table(
+    "invitations",
+    sa.column("id", sa.Uuid()),
+    sa.column("membership_id", sa.Uuid()),
+    sa.column("org_id", sa.Uuid()),
+    sa.column("token_hash", sa.String()),
+    sa.column("created_at", UTCDateTime()),
+    sa.column("expires_at", UTCDateTime()),
+)
+# And as 0006 has them: the membership and the invitation name the email.
+MEMBERS_0006 = sa.table(
+    "memberships", *(sa.column(c.name, c.type) for c in RECORDS.c), sa.column("email", sa.String())
+)
+
+
+def _record(
+    org: uuid.UUID, user: uuid.UUID, role: uuid.UUID, email: str, **values: Any
+) -> dict[str, Any]:
+    """A membership as 0006 has it: the organization's record, email included."""
+    return {**_membership(org, user, role, **values), **dict.fromkeys(CONTACT, "N"), "email": email}
+
+
+async def test_0006_gives_every_membership_and_invitation_its_email(
+    blank_database_url: str,
+) -> None:
+    url = blank_database_url
+    await upgrade_async(url, "0005")
+    one, two = new_id(), new_id()
+    roles = {org: new_id() for org in (one, two)}
+    alice, bob = new_id(), new_id()
+    bobs_invited = new_id()
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(ORGS),
+                [{"id": o, "name": f"Org {o}", "created_at": T} for o in (one, two)],
+            )
+            await conn.execute(
+                sa.insert(ROLES),
+                [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()],
+            )
+            await conn.execute(
+                sa.insert(ACCOUNTS),
+                [
+                    {"id": alice, "email": "alice@example.org", "password_hash": "h",
+                     "created_at": T},
+                    {"id": bob, "email": "bob@example.org", "password_hash": None,
+                     "created_at": T},
+                ],
+            )  # fmt: skip
+            await conn.execute(
+                sa.insert(RECORDS),
+                [
+                    {**_membership(one, alice, roles[one]), **dict.fromkeys(CONTACT, "A")},
+                    {**_membership(two, alice, roles[two]), **dict.fromkeys(CONTACT, "A2")},
+                    {
+                        **_membership(one, bob, roles[one], status="pending", joined_at=None),
+                        "id": bobs_invited,
+                        **dict.fromkeys(CONTACT, "B"),
+                    },
+                ],
+            )
+            await conn.execute(
+                sa.insert(INVITES).values(
+                    id=new_id(),
+                    membership_id=bobs_invited,
+                    org_id=one,
+                    token_hash="0" * 64,
+                    created_at=T,
+                    expires_at=T,
+                )
+            )
+
+        await upgrade_async(url)
+
+        async with engine.connect() as conn:
+            emails = {
+                (uuid.UUID(str(r.org_id)), uuid.UUID(str(r.user_id))): r.email
+                for r in await conn.execute(
+                    sa.text("SELECT org_id, user_id, email FROM memberships")
+                )
+            }
+            invited = (await conn.execute(sa.text("SELECT email FROM invitations"))).scalars().all()
+
+            def shape(c: sa.Connection) -> tuple[dict[str, bool], set[str]]:
+                inspector = sa.inspect(c)
+                nullable = {
+                    f"{table}.email": next(
+                        col["nullable"]
+                        for col in inspector.get_columns(table)
+                        if col["name"] == "email"
+                    )
+                    for table in ("users", "memberships", "invitations")
+                }
+                indexes = {i["name"] or "" for i in inspector.get_indexes("memberships")}
+                return nullable, indexes
+
+            nullable, indexes = await conn.run_sync(shape)
+        # Placeholders (no email) may be many; an email is still one account's.
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(ACCOUNTS),
+                [
+                    {"id": new_id(), "email": None, "password_hash": None, "created_at": T}
+                    for _ in range(2)
+                ],
+            )
+        with pytest.raises(sa.exc.IntegrityError):
+            async with engine.begin() as conn:
+                await conn.execute(
+                    sa.insert(ACCOUNTS).values(
+                        id=new_id(), email="alice@example.org", password_hash=None, created_at=T
+                    )
+                )
+    finally:
+        await engine.dispose()
+
+    assert emails == {
+        (one, alice): "alice@example.org",
+        (two, alice): "alice@example.org",
+        (one, bob): "bob@example.org",
+    }
+    assert invited == ["bob@example.org"]
+    assert nullable == {"users.email": True, "memberships.email": False, "invitations.email": False}
+    assert "ix_memberships_org_id_email" in indexes
+
+
+async def test_0006_downgrades_placeholders_to_the_accounts_of_their_emails(
+    blank_database_url: str,
+) -> None:
+    url = blank_database_url
+    await upgrade_async(url)
+    one, two = new_id(), new_id()
+    roles = {org: new_id() for org in (one, two)}
+    account, for_account = new_id(), new_id()
+    first_new, second_new = sorted([new_id(), new_id()])  # ids made in one millisecond
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(ORGS),
+                [{"id": o, "name": f"Org {o}", "created_at": T} for o in (one, two)],
+            )
+            await conn.execute(
+                sa.insert(ROLES),
+                [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()],
+            )
+            await conn.execute(
+                sa.insert(ACCOUNTS),
+                [
+                    {"id": account, "email": "has@example.org", "password_hash": "h",
+                     "created_at": T},
+                    *(
+                        {"id": p, "email": None, "password_hash": None, "created_at": T}
+                        for p in (for_account, first_new, second_new)
+                    ),
+                ],
+            )  # fmt: skip
+            pending = {"status": "pending", "joined_at": None}
+            await conn.execute(
+                sa.insert(MEMBERS_0006),
+                [
+                    _record(one, account, roles[one], "has@example.org"),
+                    _record(two, for_account, roles[two], "has@example.org", **pending),
+                    _record(one, first_new, roles[one], "new@example.org", **pending),
+                    _record(two, second_new, roles[two], "new@example.org", **pending),
+                ],
+            )
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0005")
+
+        async with engine.connect() as conn:
+            users = {
+                uuid.UUID(str(r.id)): r.email
+                for r in await conn.execute(sa.text("SELECT id, email FROM users"))
+            }
+            held = {
+                (uuid.UUID(str(r.org_id)), uuid.UUID(str(r.user_id))): r.status
+                for r in await conn.execute(
+                    sa.text("SELECT org_id, user_id, status FROM memberships")
+                )
+            }
+    finally:
+        await engine.dispose()
+
+    # The first new-email placeholder (by id) became the account; the rest moved to accounts.
+    assert users == {account: "has@example.org", first_new: "new@example.org"}
+    assert held == {
+        (one, account): "active",
+        (two, account): "pending",
+        (one, first_new): "pending",
+        (two, first_new): "pending",
+    }

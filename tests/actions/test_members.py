@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select
 
-from hangar.orgs.models import Invitation, Membership, User
+from hangar.orgs.models import Invitation
 from hangar.services import Services
 from tests.actions.support import public, url, user_id
+from tests.conftest import PASSWORD
 from tests.factories import Org, aircraft
-from tests.invites import browser, invite, set_password, token_of
+from tests.invites import (
+    UserRow,
+    account_id,
+    browser,
+    held,
+    invite,
+    set_password,
+    sign_in,
+    token_hash_of,
+    token_of,
+    user_row,
+)
 
 MEMBER_FIELDS = {
     "user_id",
@@ -62,18 +73,21 @@ async def test_adding_a_member_is_an_invitation_with_a_one_time_link(
     assert created["user_id"] not in {m["user_id"] for m in await public(client, other, "members")}
 
 
-async def test_only_the_hash_of_the_link_is_stored_and_the_account_has_no_password(
+async def test_only_the_hash_of_the_link_is_stored_and_no_account_is_made(
     admin: httpx.AsyncClient, org: Org
 ) -> None:
     created = await invite(admin, org, "hash-only@example.org")
     token = token_of(created)
     async with org.engine.connect() as conn:
         stored = (await conn.execute(select(Invitation))).all()
-        password_hash = await conn.scalar(
-            select(User.password_hash).where(User.email == "hash-only@example.org")
+        invited = await conn.scalar(
+            select(Invitation.email).where(Invitation.token_hash == token_hash_of(created))
         )
     assert token not in str(stored)
-    assert password_hash is None
+    assert invited == "hash-only@example.org"
+    # The pending member is a placeholder: no email, no password; no account has the email.
+    assert await user_row(org.engine, created["user_id"]) == UserRow(None, False)
+    assert await account_id(org.engine, "hash-only@example.org") is None
 
 
 @pytest.mark.parametrize("status", ["pending", "active"])
@@ -127,20 +141,27 @@ async def test_removal_is_a_soft_delete_that_ends_access(
 
 
 async def test_removing_a_pending_member_kills_the_link_and_allows_a_new_invitation(
-    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
     first = await invite(admin, org, "changed-mind@example.org", first_name="Old")
     removed = await admin.delete(url(org, f"members/{first['user_id']}"))
     assert removed.status_code == 204
     assert (await client.get(f"/api/invitations/{token_of(first)}")).status_code == 404
+    assert (await set_password(client, token_of(first), "too late now")).status_code == 404
+    assert (await held(org, first)).status == "pending"  # removed, never accepted
 
     second = await invite(admin, org, "changed-mind@example.org", first_name="New")
 
-    assert second["user_id"] == first["user_id"]
+    # A new invitation: its own placeholder, its own link.
+    assert second["user_id"] != first["user_id"]
     assert token_of(second) != token_of(first)
     assert (await client.get(f"/api/invitations/{token_of(second)}")).status_code == 200
-    listed = [m for m in await public(client, org, "members") if m["user_id"] == first["user_id"]]
-    assert [(m["status"], m["first_name"]) for m in listed] == [("pending", "New")]
+    listed = [
+        m for m in await public(client, org, "members") if m["email"] == "changed-mind@example.org"
+    ]
+    assert [(m["user_id"], m["status"], m["first_name"]) for m in listed] == [
+        (second["user_id"], "pending", "New")
+    ]
 
 
 async def test_only_members_manage_and_only_this_org(
@@ -172,7 +193,7 @@ async def test_a_member_of_another_org_is_not_found(
 
 
 async def test_a_pending_member_cannot_be_put_on_a_reservation(
-    admin: httpx.AsyncClient, org: Org, other: Org
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
     plane = await aircraft(org)
     await aircraft(other)
@@ -193,13 +214,27 @@ async def test_a_pending_member_cannot_be_put_on_a_reservation(
         assert refused.json()["errors"][0]["loc"] == ["body", field]
 
     # Once they have accepted, the same request goes through.
-    async with org.engine.begin() as conn:
-        await conn.execute(
-            update(Membership)
-            .where(Membership.org_id == org.id, Membership.user_id == uuid.UUID(invited["user_id"]))
-            .values(status="active", joined_at=start)
-        )
+    async with browser(services) as person:
+        assert (await set_password(person, token_of(invited), "not yet, now yes")).is_success
     accepted = await admin.post(
         url(org, "reservations"), json={**body, "instructor_id": invited["user_id"]}
     )
     assert accepted.status_code == 201, accepted.text
+
+
+async def test_removing_an_invited_account_holders_pending_membership_cancels_only_it(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    holder = await other.member("member", email="holder@example.org", password=PASSWORD)
+    created = await invite(admin, org, "holder@example.org")
+
+    # The account's own id is no member of this organization: only the invitation's is.
+    assert (await admin.delete(url(org, f"members/{holder}"))).status_code == 404
+    assert (await admin.delete(url(org, f"members/{created['user_id']}"))).status_code == 204
+
+    async with browser(services) as person:
+        signed_in = await sign_in(person, "holder@example.org", PASSWORD)
+        assert [m["org_id"] for m in signed_in.json()["memberships"]] == [str(other.id)]
+        refused = await person.post(f"/api/invitations/{token_of(created)}/accept")
+    assert refused.status_code == 404
+    assert await user_row(org.engine, holder) == UserRow("holder@example.org", True)

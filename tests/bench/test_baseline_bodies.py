@@ -3,6 +3,7 @@ otherwise its throughput would be no baseline at all."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -58,6 +59,10 @@ async def _data(org: Org) -> None:
         await org.add(Reservation, start_time=None, end_time=None, status="standby")
     await org.member("instructor", phone=None)
     await org.member("member", first_name="Zoë", last_name="O'Brien")
+    # An invitation's member: the email is the membership's, its user a placeholder without one.
+    await org.member(
+        "mechanic", status="pending", email=f"invited-{uuid.uuid4().hex[:8]}@x.example"
+    )
 
 
 async def _same(hangar: httpx.AsyncClient, bare: httpx.AsyncClient, url: str, key: str) -> bytes:
@@ -94,5 +99,6 @@ async def test_aircraft_and_members_are_byte_identical(
     assert b"Skyhawk" in await _same(client, bare, f"{API}/aircraft", org.key)
     full = await _same(client, bare, f"{API}/members", org.key)
     assert b"O'Brien" in full
+    assert b'"email":"invited-' in full
     plain = await _same(client, bare, f"{API}/members", await org.key_with("read:members"))
     assert b"email" not in plain

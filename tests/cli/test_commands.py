@@ -46,6 +46,7 @@ from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Event
 from tests.conftest import SECRET
 from tests.factories import T0, make_org
+from tests.invites import UserRow, user_row
 from tests.support import FakeClock
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
@@ -340,6 +341,8 @@ async def test_member_invite_prints_a_link_the_person_opens_to_join(cli: Cli) ->
         stored = await conn.scalar(select(func.count()).select_from(Invitation))
     assert status == "pending"
     assert stored >= 1
+    # The pending member is the invitation's placeholder, not an account.
+    assert await user_row(cli.engine, out["user_id"]) == UserRow(None, False)
     async with api(cli) as client:
         shown = await client.get(f"/api/invitations/{token}")
         assert shown.status_code == 200, shown.text
@@ -349,6 +352,25 @@ async def test_member_invite_prints_a_link_the_person_opens_to_join(cli: Cli) ->
         )
         assert joined.status_code == 200, joined.text
         assert [m["org_id"] for m in joined.json()["memberships"]] == [cli.org_id]
+        # Ina's new account is the placeholder itself: the id printed is hers from now on.
+        assert joined.json()["user"] == {"id": out["user_id"], "email": email}
+
+
+async def test_member_invite_of_an_email_with_an_account_prints_a_placeholder_id(
+    cli: Cli,
+) -> None:
+    elsewhere = await make_org(cli.engine, "Invites Elsewhere Club")
+    email = f"has-one-{uuid.uuid4().hex[:8]}@example.org"
+    account = await elsewhere.member("member", email=email, password=PASSWORD)
+
+    ran = await cli.run(
+        "member", "invite", "--org", cli.org_id, "--email", email, "--role", "member"
+    )
+
+    out = ran.json()
+    assert out["user_id"] != str(account)
+    assert await user_row(cli.engine, out["user_id"]) == UserRow(None, False)
+    assert await user_row(cli.engine, account) == UserRow(email, True)
 
 
 async def test_key_create_prints_the_key_once_and_stores_only_its_hash(cli: Cli) -> None:

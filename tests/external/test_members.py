@@ -7,6 +7,7 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import select, update
 
+from hangar.orgs.members import invite_member
 from hangar.orgs.models import Membership, Role
 from tests.factories import T0, Org
 
@@ -168,3 +169,27 @@ async def test_status_values_and_a_membership_without_a_role(
     assert by_user[str(roleless)]["role_name"] is None
     assert by_user[str(roleless)]["email"].endswith("@example.org")  # type: ignore[union-attr]
     assert len(by_user) == 4
+
+
+async def test_a_pending_member_shows_this_orgs_record_under_its_invitations_id(
+    client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    account = await other.member("member", email="invited@example.org", first_name="Theirs")
+    async with org.engine.begin() as conn:
+        invited = await invite_member(
+            conn, org.id, email="Invited@Example.org", role="instructor", now=T0, first_name="Ours"
+        )
+
+    by_user = await members(client, await org.key_with("read:members", "read:members.full"))
+
+    pending = by_user[str(invited.member.user_id)]
+    assert (pending["status"], pending["email"], pending["first_name"]) == (
+        "pending",
+        "invited@example.org",
+        "Ours",
+    )
+    assert str(account) not in by_user
+    assert "Theirs" not in str(by_user)
+    theirs = await members(client, await other.key_with("read:members", "read:members.full"))
+    assert str(invited.member.user_id) not in theirs
+    assert theirs[str(account)]["first_name"] == "Theirs"

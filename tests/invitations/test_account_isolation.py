@@ -6,7 +6,10 @@ reproduced end to end through the HTTP API, and shown to be closed.
    be able to accept A's invitation without A's link.
 2. Disclosure and enrolment: B's admin adds the email of one of A's members. The answer must
    not carry A's record of the person (names, phone), must not enrol the person in B without
-   their consent, and must look exactly like the answer for an email with no account.
+   their consent, and must look exactly like the answer for an email with no account: down to
+   the `user_id`, which is the invitation's own (made now), never the account's, so neither
+   its value nor its UUIDv7 time says whether (or which, or since when) an account exists,
+   and two organizations cannot match up a person who has not accepted.
 
 `org` is A (its admin is `admin`), `other` is B (its admin is `outsider`).
 """
@@ -21,8 +24,20 @@ import httpx
 from hangar.services import Services
 from tests.actions.support import public
 from tests.conftest import PASSWORD
-from tests.factories import Org
-from tests.invites import browser, invite, org_ids, set_password, sign_in, token_of
+from tests.factories import Org, make_org
+from tests.invites import (
+    UserRow,
+    browser,
+    held,
+    id_time,
+    invite,
+    org_ids,
+    set_password,
+    sign_in,
+    token_of,
+    user_row,
+)
+from tests.support import FakeClock
 
 B_PASSWORD = "chosen by B's admin"
 # What the admin typed differs between the two requests; nothing else may.
@@ -95,6 +110,7 @@ async def test_adding_an_email_of_another_orgs_member_discloses_and_enrols_nothi
     client: httpx.AsyncClient,
     org: Org,
     other: Org,
+    clock: FakeClock,
 ) -> None:
     bob = await org.member(
         "instructor",
@@ -132,11 +148,18 @@ async def test_adding_an_email_of_another_orgs_member_discloses_and_enrols_nothi
     for secret in ("Robert", "Secretname", "+15559876543", "instructor", str(org.id)):
         assert secret not in known.text
     assert (k["first_name"], k["last_name"], k["phone"]) == ("Bobby", "B", None)
+    # Both ids are the invitations' own, made now: not Bob's, nor anything older.
+    assert k["user_id"] != str(bob)
+    assert id_time(k["user_id"]) == id_time(u["user_id"]) == clock.now()
+    assert id_time(bob) != clock.now()
 
-    # B's own list shows B's record; A's is untouched.
-    [bob_in_b] = [m for m in await public(client, other, "members") if m["user_id"] == str(bob)]
-    assert (bob_in_b["status"], bob_in_b["first_name"], bob_in_b["phone"]) == (
+    # B's own list shows B's record, under B's invitation's id; A's is untouched.
+    b_members = await public(client, other, "members")
+    assert str(bob) not in str(b_members)
+    [bob_in_b] = [m for m in b_members if m["user_id"] == k["user_id"]]
+    assert (bob_in_b["status"], bob_in_b["email"], bob_in_b["first_name"], bob_in_b["phone"]) == (
         "pending",
+        "bob@x.example",
         "Bobby",
         None,
     )
@@ -157,12 +180,39 @@ async def test_adding_an_email_of_another_orgs_member_discloses_and_enrols_nothi
     refused = await outsider.post(f"/api/invitations/{token_of(k)}/accept")
     assert refused.status_code == 404
     assert (await set_password(client, token_of(k), "B sets it")).status_code == 404
+    assert (await held(other, k)).status == "pending"
+
+
+async def test_two_organizations_inviting_one_person_get_ids_that_match_nothing(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    client: httpx.AsyncClient,
+    org: Org,
+    other: Org,
+) -> None:
+    third = await make_org(org.engine, "Third Flying Club")
+    carol = await third.member("member", email="carol@x.example", password=PASSWORD)
+
+    in_a = await invite(admin, org, "carol@x.example")
+    in_b = await invite(outsider, other, "Carol@X.example")
+
+    ids = {in_a["user_id"], in_b["user_id"], str(carol)}
+    assert len(ids) == 3
+    a_list, b_list = await public(client, org, "members"), await public(client, other, "members")
+    assert {m["user_id"] for m in a_list} & {m["user_id"] for m in b_list} == set()
+    for member_list in (a_list, b_list):
+        assert str(carol) not in str(member_list)
+    # Behind each id is a placeholder of its own: no email, no password.
+    for created in (in_a, in_b):
+        assert await user_row(org.engine, created["user_id"]) == UserRow(None, False)
 
 
 async def test_the_answer_for_a_known_email_matches_that_for_a_new_one_field_by_field(
-    admin: httpx.AsyncClient, outsider: httpx.AsyncClient, org: Org, other: Org
+    admin: httpx.AsyncClient, outsider: httpx.AsyncClient, org: Org, other: Org, clock: FakeClock
 ) -> None:
-    await org.member("member", email="known@x.example", first_name="K", phone="+15550000001")
+    known_account = await org.member(
+        "member", email="known@x.example", first_name="K", phone="+15550000001"
+    )
     fields: dict[str, Any] = {
         "first_name": "Same",
         "last_name": "Name",
@@ -181,5 +231,9 @@ async def test_the_answer_for_a_known_email_matches_that_for_a_new_one_field_by_
             "mechanic",
         )
         assert created["invitation_expires_at"] == new["invitation_expires_at"]
-        uuid.UUID(created["user_id"])
+        # A fresh id, made at the clock's now, whatever the email's history.
+        assert uuid.UUID(created["user_id"]).version == 7
+        assert id_time(created["user_id"]) == clock.now()
+    assert str(known_account) not in {known["user_id"], new["user_id"]}
+    assert known["user_id"] != new["user_id"]
     assert known["role_id"] == new["role_id"]  # B's mechanic role, not anything of A's

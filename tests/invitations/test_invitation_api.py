@@ -11,12 +11,26 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.models import Invitation, Membership
 from hangar.services import Services
+from tests.actions.support import public
 from tests.conftest import PASSWORD
 from tests.factories import Org
-from tests.invites import browser, invite, org_ids, set_password, sign_in, token_of
+from tests.invites import (
+    Held,
+    UserRow,
+    account_id,
+    browser,
+    held,
+    invite,
+    org_ids,
+    set_password,
+    sign_in,
+    token_of,
+    user_row,
+)
 from tests.support import FakeClock
 
 NOT_VALID = {"detail": "This invitation link is not valid or has expired", "code": "NOT_FOUND"}
@@ -122,10 +136,16 @@ async def test_a_link_never_sets_the_password_of_an_account_that_has_one(
 
 
 async def test_an_existing_account_accepts_signed_in_with_the_link(
-    admin: httpx.AsyncClient, services: Services, org: Org, other: Org, clock: FakeClock
+    admin: httpx.AsyncClient,
+    client: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+    clock: FakeClock,
 ) -> None:
-    await other.member("member", email="joiner@example.org", password=PASSWORD)
+    joiner = await other.member("member", email="joiner@example.org", password=PASSWORD)
     created = await invite(admin, org, "joiner@example.org", role="instructor")
+    assert created["user_id"] != str(joiner)
     async with browser(services) as person:
         before = (await sign_in(person, "joiner@example.org", PASSWORD)).json()
         assert org_ids(before) == {str(other.id)}  # pending: not listed, no access
@@ -137,7 +157,14 @@ async def test_an_existing_account_accepts_signed_in_with_the_link(
         assert accepted.status_code == 200, accepted.text
         assert org_ids(accepted.json()) == {str(org.id), str(other.id)}
         assert (await person.post(f"/api/orgs/{org.id}/squawks", json={})).status_code == 422
-    assert await status_of(org, created["user_id"]) == ("active", clock.now())
+    # The membership is now the account's; the invitation's placeholder is gone.
+    assert await status_of(org, str(joiner)) == ("active", clock.now())
+    assert await held(org, created) == Held(joiner, "active", "joiner@example.org", True)
+    assert await user_row(org.engine, created["user_id"]) is None
+    [listed] = [
+        m for m in await public(client, org, "members") if m["email"] == "joiner@example.org"
+    ]
+    assert (listed["user_id"], listed["status"]) == (str(joiner), "active")
 
 
 async def test_accepting_needs_the_csrf_header(
@@ -266,3 +293,187 @@ async def test_an_accepted_invitation_records_when(
         ).one()
     assert row.accepted_at == clock.now()
     assert row.expires_at == clock.now() - timedelta(days=2) + LIFETIME
+
+
+async def test_an_invitations_placeholder_never_signs_in(
+    admin: httpx.AsyncClient, services: Services, org: Org
+) -> None:
+    created = await invite(admin, org, "placeholder@example.org")
+
+    assert await user_row(org.engine, created["user_id"]) == UserRow(None, False)
+    assert await account_id(org.engine, "placeholder@example.org") is None
+    async with browser(services) as person:
+        for email in ("placeholder@example.org", "PLACEHOLDER@example.org"):
+            refused = await sign_in(person, email, "any password at all")
+            assert refused.status_code == 401
+            assert refused.json()["code"] == "INVALID_CREDENTIALS"
+
+
+async def test_an_account_made_through_one_orgs_link_accepts_anothers_signed_in(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+) -> None:
+    in_a = await invite(admin, org, "twice-invited@example.org")
+    in_b = await invite(outsider, other, "twice-invited@example.org")
+    async with browser(services) as person:
+        assert (await set_password(person, token_of(in_a), "chosen via A")).status_code == 200
+
+        # B's link no longer offers the password: that is the account's now.
+        shown = await person.get(f"/api/invitations/{token_of(in_b)}")
+        assert shown.json()["needs_password"] is False
+        refused = await set_password(person, token_of(in_b), "chosen via B")
+        assert refused.status_code == 404
+        assert refused.json() == NOT_VALID
+
+        accepted = await person.post(f"/api/invitations/{token_of(in_b)}/accept")
+
+        assert accepted.status_code == 200, accepted.text
+        assert org_ids(accepted.json()) == {str(org.id), str(other.id)}
+    # A's placeholder became the account; B's membership moved to it and its placeholder went.
+    account = uuid.UUID(in_a["user_id"])
+    assert await account_id(org.engine, "twice-invited@example.org") == account
+    assert (await held(org, in_a)).user_id == (await held(other, in_b)).user_id == account
+    assert await user_row(org.engine, in_b["user_id"]) is None
+    async with browser(services) as later:
+        email = "twice-invited@example.org"
+        assert (await sign_in(later, email, "chosen via B")).status_code == 401
+        assert (await sign_in(later, email, "chosen via A")).status_code == 200
+
+
+async def test_two_orgs_links_for_one_new_email_used_at_once_make_one_account(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+) -> None:
+    links = {
+        "via A": token_of(await invite(admin, org, "both-at-once@example.org")),
+        "via B": token_of(await invite(outsider, other, "both-at-once@example.org")),
+    }
+    async with browser(services) as one, browser(services) as two:
+        first, second = await asyncio.gather(
+            set_password(one, links["via A"], "password via A"),
+            set_password(two, links["via B"], "password via B"),
+        )
+    answers = {"via A": first, "via B": second}
+    [winner] = [k for k, r in answers.items() if r.status_code == 200]
+    [loser] = [k for k, r in answers.items() if r.status_code != 200]
+    # Whether the loser checked before or after the winner committed: a clean refusal.
+    refused = answers[loser]
+    assert (refused.status_code, refused.json()["code"]) in {
+        (404, "NOT_FOUND"),
+        (409, "ACCOUNT_EXISTS"),
+    }, refused.text
+    assert set(refused.json()) == {"detail", "code"}
+    async with browser(services) as person:
+        email = "both-at-once@example.org"
+        assert (await sign_in(person, email, f"password {loser}")).status_code == 401
+        assert (await sign_in(person, email, f"password {winner}")).is_success
+        accepted = await person.post(f"/api/invitations/{links[loser]}/accept")
+        assert accepted.status_code == 200, accepted.text
+        assert org_ids(accepted.json()) == {str(org.id), str(other.id)}
+
+
+async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_changes_nothing(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    in_a = await invite(admin, org, "contested@example.org")
+    in_b = await invite(outsider, other, "contested@example.org")
+    async with browser(services) as person:
+        assert (await set_password(person, token_of(in_a), "the winner's")).status_code == 200
+
+    # The interleaving of a race: B's link looked for the email's account before A's link
+    # committed it, so only the unique email stops B's placeholder from becoming a second one.
+    async def not_yet(conn: object, email: str, *, lock: bool = False) -> None:
+        return None
+
+    monkeypatch.setattr(invitations, "account_with", not_yet)
+    async with browser(services) as late:
+        clash = await late.post(
+            f"/api/invitations/{token_of(in_b)}/password", json={"password": "the loser's"}
+        )
+    monkeypatch.undo()
+
+    assert clash.status_code == 409, clash.text
+    assert clash.json() == {
+        "detail": "An account with this email was set up meanwhile: sign in with it and accept "
+        "the invitation",
+        "code": "ACCOUNT_EXISTS",
+    }
+    assert "hangar_session" not in clash.cookies
+    placeholder = uuid.UUID(in_b["user_id"])
+    assert await held(other, in_b) == Held(placeholder, "pending", "contested@example.org", False)
+    assert await user_row(other.engine, placeholder) == UserRow(None, False)
+    async with browser(services) as person:
+        assert (await sign_in(person, "contested@example.org", "the loser's")).status_code == 401
+        assert (await sign_in(person, "contested@example.org", "the winner's")).is_success
+        accepted = await person.post(f"/api/invitations/{token_of(in_b)}/accept")
+        assert accepted.status_code == 200, accepted.text
+    assert (await held(other, in_b)).user_id == uuid.UUID(in_a["user_id"])
+
+
+async def test_accepting_as_a_member_already_is_409_and_changes_nothing(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    dana = await other.member("member", email="dana@example.org", password=PASSWORD)
+    created = await invite(admin, org, "dana@example.org", role="admin")
+    # Made meanwhile, as only a race (or the operator's own hands in the database) could.
+    await org.membership_row(dana, "dana@example.org", "member")
+
+    async with browser(services) as person:
+        await sign_in(person, "dana@example.org", PASSWORD)
+        refused = await person.post(f"/api/invitations/{token_of(created)}/accept")
+
+    assert refused.status_code == 409
+    assert refused.json() == {
+        "detail": "dana@example.org is already a member",
+        "code": "ALREADY_MEMBER",
+    }
+    placeholder = uuid.UUID(created["user_id"])
+    assert await held(org, created) == Held(placeholder, "pending", "dana@example.org", False)
+    assert await user_row(org.engine, placeholder) == UserRow(None, False)
+
+
+async def test_an_invitation_made_on_the_account_itself_is_accepted_in_place(
+    services: Services, client: httpx.AsyncClient, org: Org, other: Org, clock: FakeClock
+) -> None:
+    # As invitations were before they named emails: the pending membership is the account's.
+    erin = await other.member("member", email="erin@example.org", password=PASSWORD)
+    token = await org.legacy_invitation(erin, "erin@example.org", clock.now())
+    assert (await client.get(f"/api/invitations/{token}")).json()["needs_password"] is False
+
+    async with browser(services) as person:
+        await sign_in(person, "erin@example.org", PASSWORD)
+        accepted = await person.post(f"/api/invitations/{token}/accept")
+
+    assert accepted.status_code == 200, accepted.text
+    assert await status_of(org, str(erin)) == ("active", clock.now())
+    assert await user_row(org.engine, erin) == UserRow("erin@example.org", True)
+
+
+async def test_an_account_without_a_password_takes_the_one_chosen_through_a_link(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    # An account made before invitations named emails, whose person never chose a password.
+    frank = await other.member("member", email="frank@example.org")
+    created = await invite(admin, org, "frank@example.org", role="mechanic")
+    assert created["user_id"] != str(frank)
+
+    async with browser(services) as person:
+        response = await set_password(person, token_of(created), "frank's own")
+
+        assert response.status_code == 200, response.text
+        assert response.json()["user"] == {"id": str(frank), "email": "frank@example.org"}
+        assert org_ids(response.json()) == {str(org.id), str(other.id)}
+    assert (await held(org, created)).user_id == frank
+    assert await user_row(org.engine, created["user_id"]) is None
+    assert await user_row(org.engine, frank) == UserRow("frank@example.org", True)

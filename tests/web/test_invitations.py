@@ -1,5 +1,6 @@
 """/invitations/{token}: the invited person's page. A new account chooses its password there;
-an existing one signs in as itself and accepts; an unusable link is one 404 page."""
+an existing one signs in as itself and accepts; an unusable link is one 404 page. The page
+calls the same functions as /api/invitations (orgs.invitations)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import uuid
 import httpx
 import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth import sessions
+from hangar.orgs import invitations
 from hangar.orgs.members import invite_member
 from hangar.orgs.models import Membership
 from hangar.services import Services
@@ -22,6 +24,11 @@ from tests.support import FakeClock
 from tests.web.conftest import csrf_in, sign_in_with_form
 
 GONE = "This invitation link is not valid or has expired"
+
+
+def chosen(page: str, password: str) -> dict[str, str]:
+    """The password form of `page`, filled in."""
+    return {"csrf_token": csrf_in(page), "password": password, "password_again": password}
 
 
 async def status_of(org: Org, user: str) -> str:
@@ -119,7 +126,7 @@ async def test_the_password_form_needs_its_own_csrf_cookie(
 async def test_an_existing_account_signs_in_as_itself_then_accepts(
     admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="existing@example.org", password=PASSWORD)
+    existing = await other.member("member", email="existing@example.org", password=PASSWORD)
     created = await invite(admin, org, "existing@example.org", role="mechanic")
     path = f"/invitations/{token_of(created)}"
 
@@ -153,7 +160,9 @@ async def test_an_existing_account_signs_in_as_itself_then_accepts(
 
     assert accepted.status_code == 303
     assert accepted.headers["location"] == "/settings"
-    assert await status_of(org, created["user_id"]) == "active"
+    # The membership moved from the invitation's placeholder to the account.
+    assert await status_of(org, str(existing)) == "active"
+    assert await status_of(org, created["user_id"]) == "None"
     assert org_ids((await client.get("/api/session")).json()) == {str(org.id), str(other.id)}
 
 
@@ -208,8 +217,10 @@ async def test_a_pending_member_has_no_settings_pages(
     services: Services, engine: AsyncEngine, other: Org
 ) -> None:
     target = await make_org(engine, "Pending Admins Club")
-    await other.member("member", email="pending-admin@example.org", password=PASSWORD)
-    await target.member("admin", email="pending-admin@example.org", status="pending")
+    person_id = await other.member("member", email="pending-admin@example.org", password=PASSWORD)
+    # A pending membership on the account itself, as invitations made before they named
+    # emails (an invitation's own is a placeholder's, and so no one's access).
+    await target.membership_row(person_id, "pending-admin@example.org", "admin", status="pending")
     async with browser(services) as person:
         await sign_in_with_form(person, "pending-admin@example.org", PASSWORD)
         for path in (f"/settings/{target.id}/keys", f"/settings/{target.id}/webhooks"):
@@ -232,3 +243,100 @@ async def test_names_in_the_page_are_escaped(services: Services, engine: AsyncEn
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; Co" in page.text
     assert "x<img>" not in page.text
     assert re.search(r"x&lt;img&gt;@example\.org", page.text)
+
+
+async def test_once_one_orgs_link_made_the_account_anothers_page_asks_to_sign_in(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+) -> None:
+    in_a = await invite(admin, org, "first-link@example.org")
+    in_b = await invite(outsider, other, "first-link@example.org")
+    async with browser(services) as person:
+        page = await person.get(f"/invitations/{token_of(in_a)}")
+        await person.post(
+            f"/invitations/{token_of(in_a)}/password",
+            data={
+                "csrf_token": csrf_in(page.text),
+                "password": "pw via A!",
+                "password_again": "pw via A!",
+            },
+        )
+
+        b_page = await person.get(f"/invitations/{token_of(in_b)}")
+
+        # Signed in as the invited email: the account accepts; no password form any more.
+        assert 'type="password"' not in b_page.text
+        assert "Accept and join Other Aero Club" in b_page.text
+        accepted = await person.post(
+            f"/invitations/{token_of(in_b)}/accept", data={"csrf_token": csrf_in(b_page.text)}
+        )
+        assert accepted.status_code == 303
+    assert await status_of(other, in_a["user_id"]) == "active"
+
+
+async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_sign_in(
+    admin: httpx.AsyncClient,
+    outsider: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    in_a = await invite(admin, org, "raced@example.org")
+    in_b = await invite(outsider, other, "raced@example.org")
+    path = f"/invitations/{token_of(in_b)}"
+    async with browser(services) as person, browser(services) as first:
+        form = await person.get(path)  # opened while the email had no account yet
+        assert 'type="password"' in form.text
+        page = await first.get(f"/invitations/{token_of(in_a)}")
+        made = await first.post(
+            f"/invitations/{token_of(in_a)}/password",
+            data={
+                "csrf_token": csrf_in(page.text),
+                "password": "A's first",
+                "password_again": "A's first",
+            },
+        )
+        assert made.status_code == 303
+
+        # As in a race: B's form looked for the email's account before A's link committed it.
+        async def not_yet(conn: AsyncConnection, email: str, *, lock: bool = False) -> None:
+            return None
+
+        monkeypatch.setattr(invitations, "account_with", not_yet)
+        response = await person.post(
+            f"{path}/password",
+            data={
+                "csrf_token": csrf_in(form.text),
+                "password": "B's late",
+                "password_again": "B's late",
+            },
+        )
+        monkeypatch.undo()
+
+    assert response.status_code == 409
+    assert "sign in with it and accept the invitation" in response.text
+    assert f'href="/login?next={path}"' in response.text
+    assert 'type="password"' not in response.text
+    assert sessions.COOKIE not in response.cookies
+    assert await status_of(other, in_b["user_id"]) == "pending"
+
+
+async def test_accepting_as_a_member_already_says_so_and_changes_nothing(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    gina = await other.member("member", email="gina@example.org", password=PASSWORD)
+    created = await invite(admin, org, "gina@example.org")
+    await org.membership_row(gina, "gina@example.org")  # as only a race could make it
+    path = f"/invitations/{token_of(created)}"
+    await sign_in_with_form(client, "gina@example.org", PASSWORD)
+    page = await client.get(path)
+
+    response = await client.post(f"{path}/accept", data={"csrf_token": csrf_in(page.text)})
+
+    assert response.status_code == 409
+    assert "gina@example.org is already a member" in response.text
+    assert await status_of(org, created["user_id"]) == "pending"

@@ -1,13 +1,15 @@
 """/api/invitations/{token}: the invited person's side of joining an organization.
 
 - GET: what the link invites to (no session needed: the link is the credential).
-- POST .../accept: an account that has a password accepts, signed in as itself (with the
-  CSRF header, as every session POST).
-- POST .../password: a new account (no password yet) chooses its password; that accepts the
-  invitation and signs the person in. No session is needed; a request that brings one
-  anyway carries its CSRF header, as every unsafe session request does.
+- POST .../accept: the account with the invited email accepts, signed in as itself (with
+  the CSRF header, as every session POST); 409 ALREADY_MEMBER if it is a member already.
+- POST .../password: while no account with the invited email has a password, the link's
+  holder chooses it; that accepts the invitation and signs the person in. No session is
+  needed; a request that brings one anyway carries its CSRF header, as every unsafe session
+  request does. 409 ACCOUNT_EXISTS if another organization's link made the account at the
+  same moment: sign in and accept.
 
-Every unusable link, and a link used by the wrong account, answers the same 404.
+Every unusable link, and a link used by another account, answers the same 404.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ async def accept(
 async def choose_password(
     services: Services, token: str, password: str
 ) -> tuple[str, sessions.SignedIn]:
-    """Sets a new account's password through its link, accepts, and starts a session (the
+    """Sets the invited email's password through its link, accepts, and starts a session (the
     cookie's value and the session). Shared by this API and the invitation page."""
     async with services.engine.connect() as conn:
         found = await invitations.find(conn, token, services.clock.now())

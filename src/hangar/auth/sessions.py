@@ -58,7 +58,9 @@ async def sign_in(
     row = (
         await conn.execute(
             select(User.id, User.email, User.password_hash).where(
-                func.lower(User.email) == email.strip().lower()
+                # A placeholder user (a pending invitation's) has no email: never matched.
+                User.email.is_not(None),
+                func.lower(User.email) == email.strip().lower(),
             )
         )
     ).first()

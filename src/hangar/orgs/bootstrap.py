@@ -1,9 +1,10 @@
 """The operator's `hangar user create`: an active membership straight away, for bootstrapping.
 
-It may make an account with the password the operator gives (a new email), but it never
-touches an account that exists: that password belongs to its person, so giving one for an
-existing account is refused rather than silently ignored or applied. Callers own the
-transaction.
+Unlike an invitation, the membership is the email's account's own (the email is recorded on
+the membership too, as the organization's record). It may make the account with the password
+the operator gives (a new email), but it never touches an account that exists: that password
+belongs to its person, so giving one for an existing account is refused rather than silently
+ignored or applied. Callers own the transaction.
 """
 
 from __future__ import annotations

@@ -56,6 +56,38 @@ def conflict(detail: str) -> ApiError:
     return ApiError(409, INVALID_TRANSITION, detail)
 
 
+# One organization's members, as adding someone and accepting an invitation both check them.
+
+
+def already_member(email: str, status: str) -> ApiError:
+    said = "is already invited (pending)" if status == "pending" else "is already a member"
+    return ApiError(409, "ALREADY_MEMBER", f"{email} {said}")
+
+
+async def refuse_if_member(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    *,
+    email: str | None = None,
+    user_id: uuid.UUID | None = None,
+    other_than: uuid.UUID | None = None,
+) -> None:
+    """409 ALREADY_MEMBER if this organization has a live membership with this email (its own
+    record) or of this account, besides `other_than`. About this organization only: its admin
+    knows who its members are."""
+    which = Membership.email == email if user_id is None else Membership.user_id == user_id
+    stmt = select(Membership.status, Membership.email).where(
+        Membership.org_id == org_id, Membership.deleted_at.is_(None), which
+    )
+    if other_than is not None:
+        stmt = stmt.where(Membership.id != other_than)
+    found = (await conn.execute(stmt)).all()
+    if found:
+        # A member (active or inactive) says so before an invitation does.
+        status = "pending" if all(row.status == "pending" for row in found) else "active"
+        raise already_member(email or found[0].email, status)
+
+
 def public(row: Mapping[str, Any], schema: type[BaseModel]) -> dict[str, Any]:
     """The row in the public API's shape: exactly the schema's fields, nothing private."""
     return {name: row[name] for name in field_names(schema)}

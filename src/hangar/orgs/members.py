@@ -1,10 +1,13 @@
 """People in an organization: adding (by invitation), and removing. Callers own the transaction.
 
 An account belongs to its person. Nothing here lets an organization set, learn or change
-anything about an account: the names and phone an admin gives are stored on the membership
-(this organization's record of the person), a new account gets no password (its person sets
-one through the invitation link), and the answer to "add this email" is built only from what
-the admin typed, so it is the same whether or not the email has an account elsewhere.
+anything about an account: the email, names and phone an admin gives are stored on the
+membership (this organization's record of the person), and an invitation names an email, not
+an account. Its pending membership belongs to a placeholder user made for it alone (a fresh
+id, no email, no password), whatever the email's history, so the answer to "add this email"
+(the 201, and the organization's member list) is the same whether or not the email has an
+account elsewhere, and no two organizations share an id for a person who has not accepted.
+The person's account takes the placeholder's place when they accept (orgs.invitations).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.bodies import RequestBody
 from hangar.errors import ApiError, invalid
-from hangar.ids import new_id
+from hangar.ids import new_id, new_id_at
 from hangar.orgs import invitations
 from hangar.orgs.access import Actor
-from hangar.orgs.commands import conflict, moved
+from hangar.orgs.commands import conflict, moved, refuse_if_member
 from hangar.orgs.models import ROLE_NAMES, Membership, Role, User
 
 MemberStatus = Literal["active", "pending"]
@@ -31,15 +34,16 @@ MemberStatus = Literal["active", "pending"]
 
 @dataclass(frozen=True)
 class NewMember:
-    user_id: uuid.UUID
+    user_id: uuid.UUID  # the account's (active), or the placeholder's (pending)
     membership_id: uuid.UUID
     role_id: uuid.UUID
     role: str
     email: str
     status: MemberStatus
     joined_at: datetime | None
-    # Whether this call made the account. Only the operator's CLI may learn it: never put
-    # it in anything an organization's admin sees.
+    # Whether this call made an account (never for a pending membership, whose user is a
+    # placeholder). Only the operator's CLI may learn it: never put it in anything an
+    # organization's admin sees.
     account_created: bool
 
 
@@ -71,10 +75,13 @@ async def add_member(
     phone: str | None = None,
     is_discovery: bool = False,
 ) -> NewMember:
-    """A membership for the email's account, making the account (without a password) if the
-    email has none. An existing account is only referred to, never changed.
+    """A membership of this organization for `email`, 409 if it has one already.
 
-    `active` is for the operator (CLI, demo, seed, tests); admins invite (`pending`).
+    - `active` is for the operator (CLI, demo, seed, tests): the membership is the email's
+      account's, and the account is made (without a password) if the email has none. An
+      existing account is only referred to, never changed.
+    - `pending` is an invitation (see invite_member): the membership is a new placeholder
+      user's, whether or not the email has an account. Nothing about any account is read.
     """
     if role not in ROLE_NAMES:
         raise invalid("role", f"must be one of {', '.join(ROLE_NAMES)}")
@@ -82,26 +89,22 @@ async def add_member(
     role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
     if role_id is None:
         raise ApiError(404, "NOT_FOUND", "No such organization")
-    user_id = await account_of(conn, email)
-    created = user_id is None
-    if user_id is None:
-        user_id = new_id()
-        await conn.execute(
-            insert(User).values(id=user_id, email=email, password_hash=None, created_at=now)
-        )
+    await refuse_if_member(conn, org_id, email=email)
+    found = None if status == "pending" else await account_of(conn, email)
+    if found is not None:
+        await refuse_if_member(conn, org_id, user_id=found)
+        user_id = found
     else:
-        # About this organization only: its admin knows who its members are.
-        existing = await conn.scalar(
-            select(Membership.status).where(
-                Membership.org_id == org_id,
-                Membership.user_id == user_id,
-                Membership.deleted_at.is_(None),
+        # The placeholder's id, like an account's, is made at the clock's now.
+        user_id = new_id_at(now)
+        await conn.execute(
+            insert(User).values(
+                id=user_id,
+                email=None if status == "pending" else email,
+                password_hash=None,
+                created_at=now,
             )
         )
-        if existing == "pending":
-            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already invited (pending)")
-        if existing is not None:
-            raise ApiError(409, "ALREADY_MEMBER", f"{email} is already a member")
     joined_at = now if status == "active" else None
     membership_id = new_id()
     await conn.execute(
@@ -113,6 +116,7 @@ async def add_member(
             status=status,
             is_discovery=is_discovery,
             joined_at=joined_at,
+            email=email,
             first_name=first_name,
             last_name=last_name,
             phone=phone,
@@ -126,7 +130,7 @@ async def add_member(
         email=email,
         status=status,
         joined_at=joined_at,
-        account_created=created,
+        account_created=status == "active" and found is None,
     )
 
 
@@ -161,7 +165,7 @@ async def invite_member(
         phone=phone,
         is_discovery=is_discovery,
     )
-    issued = await invitations.issue(conn, org_id, member.membership_id, now)
+    issued = await invitations.issue(conn, org_id, member.membership_id, member.email, now)
     return Invited(member, issued)
 
 
@@ -182,7 +186,8 @@ async def create_member(
     contact field) plus the link, shown this once.
 
     The Member is made from this request and this organization's rows only, never read
-    back from the account: the same fields, whoever the email belongs to.
+    back from an account: the same fields, whoever the email belongs to, and a `user_id`
+    that is the invitation's own placeholder (made now), never an existing account's.
     """
     invited = await invite_member(
         conn,
@@ -216,7 +221,8 @@ async def remove_member(
     conn: AsyncConnection, actor: Actor, user_id: uuid.UUID, now: datetime
 ) -> None:
     """Soft-deletes the membership, pending or not: the person loses access to this
-    organization at once, and an unused invitation link stops working."""
+    organization at once. A pending member's `user_id` is its invitation's placeholder:
+    removing it cancels the invitation (the link answers 404 from then on)."""
     membership_id = await conn.scalar(
         select(Membership.id)
         .where(

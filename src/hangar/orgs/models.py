@@ -1,8 +1,13 @@
 """Organizations, people, and the membership that ties a person to an organization with a role.
 
 An account (User) belongs to its person: it holds only the email and password. What an
-organization knows of the person (names, phone) is that organization's own record, kept on the
-membership, so no organization can read or change what another has recorded.
+organization knows of the person (email, names, phone) is that organization's own record, kept
+on the membership, so no organization can read or change what another has recorded.
+
+An invitation names an email, not an account: a pending membership belongs to a placeholder
+user of its own (no email, no password, a fresh id), which the person's account replaces when
+they accept, so nothing an organization sees of a pending member says whether, or which,
+account the email has.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
@@ -30,12 +35,16 @@ class User(Base):
     """A person's account; one user may belong to several organizations.
 
     `password_hash` is NULL until the person sets a password through an invitation link (or
-    the operator's `hangar user create`): such an account cannot sign in.
+    the operator's `hangar user create`): such an account cannot sign in. `email` is NULL only
+    for the placeholder of a pending membership (see the module's docstring), which never
+    signs in either; it becomes the person's account if they set their password through the
+    invitation, and is deleted if they accept with an account they already have.
     """
 
     __tablename__ = "users"
     id: Mapped[uuid.UUID] = id_column()
-    email: Mapped[str] = mapped_column(String(320), unique=True)  # stored lower-cased
+    # Stored lower-cased; unique among the non-NULL values (both databases allow many NULLs).
+    email: Mapped[str | None] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
 
@@ -52,9 +61,11 @@ class Role(Base):
 
 class Membership(Base):
     """A person in one organization. `pending` is an invitation not yet accepted: it gives no
-    access anywhere. The names and phone are this organization's record of the person."""
+    access anywhere, and its `user_id` is a placeholder's. The email, names and phone are this
+    organization's record of the person (the email as its admin typed it, lower-cased)."""
 
     __tablename__ = "memberships"
+    __table_args__ = (Index(None, "org_id", "email"),)
     id: Mapped[uuid.UUID] = id_column()
     org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
     user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
@@ -63,6 +74,7 @@ class Membership(Base):
     is_discovery: Mapped[bool] = mapped_column(default=False)
     joined_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
+    email: Mapped[str] = mapped_column(String(320))
     first_name: Mapped[str] = mapped_column(String(100), default="")
     last_name: Mapped[str] = mapped_column(String(100), default="")
     phone: Mapped[str | None] = mapped_column(String(40))
@@ -72,7 +84,8 @@ class Invitation(Base):
     """The link that turns a pending membership into an active one.
 
     Only the SHA-256 of the token is stored, so a database dump holds no usable link. One per
-    membership; single use (`accepted_at`) and short-lived (`expires_at`).
+    membership; single use (`accepted_at`) and short-lived (`expires_at`). `email` is whom it
+    invites: only an account with that email can accept it.
     """
 
     __tablename__ = "invitations"
@@ -80,6 +93,7 @@ class Invitation(Base):
     membership_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("memberships.id"), unique=True)
     org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    email: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     accepted_at: Mapped[datetime | None]

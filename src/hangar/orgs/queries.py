@@ -1,7 +1,9 @@
 """Reads of memberships for the public API; contact fields only when the key may see them.
 
-The email is the account's; the names and phone are this organization's own record of the
-person, kept on the membership: another organization's record never shows up here.
+Everything comes from this organization's memberships (and its roles), never from an account:
+the email, names and phone are this organization's own record of the person, and another
+organization's record never shows up here. A pending member's `user_id` is its invitation's
+placeholder until the person accepts.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.external.scoping import rows, scoped
-from hangar.orgs.models import Membership, Role, User
+from hangar.orgs.models import Membership, Role
 
 FULL_SCOPE = "read:members.full"
 
@@ -24,7 +26,7 @@ _COLUMNS = [
     Membership.is_discovery,
     Membership.joined_at,
 ]
-_CONTACT_COLUMNS = [User.email, Membership.first_name, Membership.last_name, Membership.phone]
+_CONTACT_COLUMNS = [Membership.email, Membership.first_name, Membership.last_name, Membership.phone]
 
 
 @functools.cache
@@ -32,8 +34,6 @@ def _members(full: bool) -> Read:
     # Built at the first request, once every model (and so every column type) is declared.
     stmt = scoped(Membership, *_COLUMNS, *(_CONTACT_COLUMNS if full else ()))
     stmt = stmt.outerjoin(Role, Role.id == Membership.role_id)
-    if full:
-        stmt = stmt.join(User, User.id == Membership.user_id)
     return Read(stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id))
 
 

@@ -14,7 +14,8 @@ from hangar.seed.common import DAY, Row, at, between, ms, table
 from hangar.seed.vocab import AREA_CODES, EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
 
 USER_COLUMNS = ("id", "email", "password_hash", "created_at")
-# The names and phone are the organization's record of the person: they live on the membership.
+# The email, names and phone are the organization's record of the person: they live on the
+# membership.
 MEMBERSHIP_COLUMNS = (
     "id",
     "org_id",
@@ -24,6 +25,7 @@ MEMBERSHIP_COLUMNS = (
     "is_discovery",
     "joined_at",
     "deleted_at",
+    "email",
     "first_name",
     "last_name",
     "phone",
@@ -93,7 +95,10 @@ def member_rows(
     now: datetime,
     role_ids: Mapping[str, uuid.UUID],
 ) -> Iterator[tuple[Row, Row]]:
-    """`count` (user, membership) pairs. Seeded people have no password: they cannot sign in."""
+    """`count` (user, membership) pairs. Seeded people have no password: they cannot sign in.
+
+    A pending member's user is a placeholder, as an invitation makes: no email, its own id.
+    """
     # Emails are unique across every organization: a token per run (from the OS, so two runs
     # with the same random seed still differ) plus the member's number keeps them apart.
     run = secrets.token_hex(4)
@@ -107,10 +112,11 @@ def member_rows(
         joined = None if shape.status == "pending" else at(created_ts)
         deleted = at(between(rng, created_ts, now_ts)) if shape.deleted else None
         user_id = new_id(ms(created_ts))
+        email = _email(first, last, f"{run}.{i:x}", rng.choice(EMAIL_DOMAINS))
         yield (
             (
                 user_id,
-                _email(first, last, f"{run}.{i:x}", rng.choice(EMAIL_DOMAINS)),
+                None if shape.status == "pending" else email,
                 None,
                 at(created_ts),
             ),
@@ -123,6 +129,7 @@ def member_rows(
                 shape.is_discovery,
                 joined,
                 deleted,
+                email,
                 first,
                 last,
                 phone,

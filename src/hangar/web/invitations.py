@@ -1,11 +1,13 @@
-"""/invitations/{token}: the page an invited person opens, the same rules as the session API.
+"""/invitations/{token}: the page an invited person opens, the same rules (and the same
+functions, orgs.invitations) as the session API.
 
-- A new account (no password yet): a form to choose the password; sending it accepts and
-  signs the person in. No session exists yet to hold a CSRF token, so the form carries a
-  double-submit token as /login does (otherwise another site could sign a visitor into an
-  account of its own making).
-- An existing account: signed in as that account, an Accept button (the session's CSRF
-  token); otherwise a link to sign in as the invited email, which comes back here.
+- No account with the invited email has a password yet: a form to choose it; sending it
+  accepts and signs the person in. No session exists yet to hold a CSRF token, so the form
+  carries a double-submit token as /login does (otherwise another site could sign a visitor
+  into an account of its own making).
+- Otherwise: signed in as the invited email, an Accept button (the session's CSRF token);
+  signed in as someone else, a way to sign out; not signed in, a link to sign in as the
+  invited email, which comes back here.
 - An unusable link: one 404 page, whatever the reason.
 """
 
@@ -80,25 +82,41 @@ def _password_form(
     return response
 
 
+def _accept_page(
+    request: Request,
+    found: invitations.Open,
+    token: str,
+    signed_in: sessions.SignedIn | None,
+    *,
+    status: int = 200,
+    error: str = "",
+) -> Response:
+    """Accept (signed in as the invited email), or the way to get signed in as it."""
+    return render(
+        request,
+        "invitation.html",
+        status,
+        invitation=found,
+        token=token,
+        accept_only=True,
+        signed_in=signed_in,
+        is_invitee=signed_in is not None and signed_in.email == found.email,
+        csrf_token=signed_in.csrf_token if signed_in else "",
+        error=error,
+    )
+
+
 @router.get("/invitations/{token}")
 async def invitation_page(request: Request, token: str) -> Response:
     found, signed_in = await _open(request, token)
     if found.needs_password:
         return _password_form(request, found, token)
-    return render(
-        request,
-        "invitation.html",
-        invitation=found,
-        token=token,
-        signed_in=signed_in,
-        is_invitee=signed_in is not None and signed_in.user_id == found.user_id,
-        csrf_token=signed_in.csrf_token if signed_in else "",
-    )
+    return _accept_page(request, found, token, signed_in)
 
 
 @router.post("/invitations/{token}/password")
 async def choose_password_form(request: Request, token: str) -> Response:
-    found, _ = await _open(request, token)
+    found, signed_in = await _open(request, token)
     if not found.needs_password:
         raise _gone(request)
     form = await request.form(max_fields=10, max_files=0)
@@ -122,6 +140,9 @@ async def choose_password_form(request: Request, token: str) -> Response:
     services = services_of(request)
     try:
         cookie, _ = await choose_password(services, token, password)
+    except invitations.EmailTaken as taken:
+        # Another organization's link made the account a moment ago: sign in and accept.
+        return _accept_page(request, found, token, signed_in, status=409, error=taken.detail)
     except ApiError as refused:  # used or removed since the page was opened
         raise _gone(request) from refused
     response = redirect("/settings")
@@ -140,6 +161,8 @@ async def accept_form(request: Request, token: str) -> Response:
     try:
         async with services.engine.begin() as conn:
             await invitations.accept(conn, token, signed_in.user_id, services.clock.now())
-    except ApiError as refused:  # someone else's link, or used meanwhile
-        raise _gone(request) from refused
+    except ApiError as refused:
+        if refused.status != 404:  # a member already: the error page says so
+            raise
+        raise _gone(request) from refused  # someone else's link, or used meanwhile
     return redirect("/settings")
