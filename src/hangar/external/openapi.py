@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from hangar.auth.keys import SCOPES
 from hangar.external.routes import PREFIX
 
-API_VERSION = "1.1.0"
+API_VERSION = "1.1.1"
 
 _DESCRIPTION = (
     "Read-only access to one organization's reservations, fleet, squawks, members, "
