@@ -18,6 +18,7 @@ from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
 from hangar.external.responses import dumps
 from hangar.fleet import routes as fleet_routes
+from hangar.http_limits import BodyLimit
 from hangar.maintenance import routes as maintenance_routes
 from hangar.orgs import routes as member_routes
 from hangar.reservations import routes as reservation_routes
@@ -61,6 +62,8 @@ def create_app(
         openapi_url=None,
         lifespan=lifespan,
     )
+    # Each route's body cap (hangar.http_limits), answered before the body is read.
+    app.add_middleware(BodyLimit)
     app.state.services = services
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)

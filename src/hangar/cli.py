@@ -21,6 +21,7 @@ from hangar.config import ConfigError, Settings, load_settings
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
 from hangar.errors import ApiError
+from hangar.http_limits import ServerLimits
 from hangar.orgs import invitations
 from hangar.orgs.bootstrap import bootstrap_member
 from hangar.orgs.commands import create_org, org_exists
@@ -111,22 +112,29 @@ def serve(
     run_server(migrated_settings(), host, port, with_worker=not no_worker)
 
 
-def run_server(current: Settings, host: str, port: int, *, with_worker: bool = True) -> None:
-    """Serves until interrupted; `serve` and `demo` both end here."""
+def run_server(
+    current: Settings,
+    host: str,
+    port: int,
+    *,
+    with_worker: bool = True,
+    limits: ServerLimits | None = None,
+) -> None:
+    """Serves until interrupted; `serve` and `demo` both end here. `limits`: the defaults of
+    hangar.http_limits unless a test shortens the timeouts."""
     import uvicorn
 
     from hangar.access_log import log_config
     from hangar.app import create_app
+    from hangar.serving import uvicorn_options
 
     uvicorn.run(
         create_app(settings=current, with_worker=with_worker),
         host=host,
         port=port,
-        loop="uvloop",
-        http="httptools",
         log_level="info",
         log_config=log_config(),
-        proxy_headers=False,
+        **uvicorn_options(limits),
     )
 
 

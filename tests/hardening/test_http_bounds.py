@@ -1,0 +1,630 @@
+"""Bounded cost per client (the security issue's findings 3 to 5), against a real server.
+
+Each attack of the issue is sent, at a smaller but conclusive scale, to a real `hangar serve`
+on SQLite (tests/hardening/serve_bounded.py runs hangar.cli.run_server as production does,
+with the timeouts shortened to about a second), while a well-behaved client on a keep-alive
+connection of its own alternates GET /api/health and a keyed GET /api/v1/external/aircraft.
+
+Latency: the client's p99 under each attack must stay under twice its quiet p99, measured
+right before with the same client and the same number of requests. On this shared 2-core
+machine a quiet p99 of one or two milliseconds jitters by several, so the bound is
+2 x max(quiet p99, FLOOR_MS), and a (quiet, attack) pair is measured up to PAIRS times: one
+pair within the bound passes. What the issue found (an event loop stalled for hundreds of
+milliseconds per attack request) fails every pair.
+
+Every attack also has its functional check: the status and `{detail, code}` body the server
+answers, and that it closes the connection within the (shortened) deadline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY_POINT = Path(sys.executable).with_name("hangar")
+HEALTH = "/api/health"
+AIRCRAFT = "/api/v1/external/aircraft"
+MB = 1024 * 1024
+CHUNK = b"a" * 65536
+NO_OTHER_DATA = ["--members", "0", "--reservations", "0", "--squawks", "0"]
+NO_OTHER_DATA += ["--maintenance-logs", "0", "--work-orders", "0"]
+
+HEAD_S = 1.0  # the shortened head timeout (production: 10 s)
+BODY_S = 1.0  # the shortened body timeout (production: 30 s)
+KEEP_ALIVE_S = 1  # the shortened keep-alive timeout (production: 5 s)
+SLACK_S = 1.0  # how late past a deadline the server may close, on a busy machine
+KEYS = 60  # each key may make 60 requests a minute: the client takes them in turn
+SAMPLES = 200  # requests per measurement, half of them keyed
+FLOOR_MS = 5.0
+SAMPLE_BUDGET_S = 10.0  # a measurement that takes longer has failed anyway
+PAIRS = 3
+
+
+# --- servers -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    port: int
+    proc: subprocess.Popen[bytes]
+    keys: list[str]
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def memory_kb(self) -> dict[str, int]:
+        """VmRSS and VmHWM (the peak) of the server process, in kB."""
+        found = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                found[name] = int(value.split()[0])
+        return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(database_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANGAR_")}
+    return env | {"HANGAR_DATABASE_URL": database_url}
+
+
+@contextmanager
+def running(argv: list[str], env: dict[str, str], port: int, log: Path) -> Iterator[Server]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+    server = Server(port, proc, [], log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"the server exited:\n{log.read_text()}"
+            with suppress(httpx.TransportError):
+                if httpx.get(server.base + HEALTH, timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, f"the server did not start:\n{log.read_text()}"
+            time.sleep(0.1)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str], Path]:
+    """A SQLite database with one organization, 20 aircraft and KEYS read:aircraft keys."""
+    where = tmp_path_factory.mktemp("bounds")
+    url = f"sqlite:///{where / 'hangar.db'}"
+    env = server_env(url)
+    made = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "tests.hardening.serve_bounded", "prepare", str(KEYS)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    data = json.loads(made.stdout)
+    subprocess.run(  # noqa: S603
+        [str(ENTRY_POINT), "seed", "--org", data["org"], "--aircraft", "20", *NO_OTHER_DATA],
+        env=env,
+        cwd=where,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return url, data["keys"], where
+
+
+def bounded_server(prepared: tuple[str, list[str], Path], max_concurrency: int) -> Iterator[Server]:
+    url, keys, where = prepared
+    port = free_port()
+    argv = [sys.executable, "-m", "tests.hardening.serve_bounded", "serve", str(port)]
+    argv += [str(HEAD_S), str(BODY_S), str(KEEP_ALIVE_S), str(max_concurrency)]
+    with running(argv, server_env(url), port, where / f"server-{port}.log") as server:
+        server.keys = keys
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(prepared: tuple[str, list[str], Path]) -> Iterator[Server]:
+    """The production limits, but for timeouts of about a second."""
+    yield from bounded_server(prepared, max_concurrency=100)
+
+
+@pytest.fixture(scope="module")
+def small_server(prepared: tuple[str, list[str], Path]) -> Iterator[Server]:
+    """The same, with room for only 8 connections."""
+    yield from bounded_server(prepared, max_concurrency=8)
+
+
+# --- the well-behaved client ---------------------------------------------------------------------
+
+
+class Client:
+    """One keep-alive connection; alternates the health check and a keyed read."""
+
+    def __init__(self, server: Server) -> None:
+        self.http = httpx.Client(base_url=server.base, timeout=30)
+        self.keys = itertools.cycle(server.keys)
+
+    def sample(self, count: int = SAMPLES) -> list[float]:
+        """Latencies in ms of `count` requests, or of as many as SAMPLE_BUDGET_S allows;
+        every answer must be a 200."""
+        times: list[float] = []
+        deadline = time.monotonic() + SAMPLE_BUDGET_S
+        for i in range(count):
+            if time.monotonic() > deadline:
+                break
+            keyed = i % 2 == 1
+            headers = {"Authorization": f"Bearer {next(self.keys)}"} if keyed else {}
+            started = time.perf_counter()
+            response = self.http.get(AIRCRAFT if keyed else HEALTH, headers=headers)
+            times.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, (response.status_code, response.text)
+        return times
+
+
+def p99(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[math.ceil(0.99 * len(ordered)) - 1]
+
+
+# --- attackers -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one attacking connection saw."""
+
+    response: bytes
+    closed: bool  # the server closed the connection (EOF or reset)
+    seconds: float  # from connecting to the end of the response or the close
+
+    @property
+    def status(self) -> int | None:
+        if not self.response.startswith(b"HTTP/1.1 "):
+            return None
+        return int(self.response[9:12])
+
+    @property
+    def body(self) -> dict[str, str]:
+        parsed: dict[str, str] = json.loads(self.response.partition(b"\r\n\r\n")[2])
+        return parsed
+
+
+def read_until_closed(sock: socket.socket, seconds: float) -> tuple[bytes, bool]:
+    """Everything the server sends until it closes (True), or until `seconds` pass (False)."""
+    return read_response(sock, seconds, until_closed=True)
+
+
+def read_response(
+    sock: socket.socket, seconds: float, *, until_closed: bool = False
+) -> tuple[bytes, bool]:
+    """What the server answers, and whether it closed the connection, within `seconds`:
+    once a whole response is in, the close is waited for only if it was announced
+    (`connection: close`) or `until_closed`."""
+    sock.settimeout(seconds)
+    deadline = time.monotonic() + seconds
+    data = b""
+    while until_closed or not _whole_and_kept_open(data):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return data, False
+        sock.settimeout(remaining)
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            return data, False
+        except ConnectionResetError:
+            return data, True
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+def _whole_and_kept_open(data: bytes) -> bool:
+    head, found, body = data.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    lines = head.lower().split(b"\r\n")
+    if b"connection: close" in lines:
+        return False
+    for line in lines:
+        if line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return True
+
+
+def send(port: int, parts: Iterable[bytes], read_s: float = 10.0) -> Outcome:
+    """Sends `parts` until the server answers or stops reading, then reads its answer."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=read_s) as sock:
+        try:
+            for part in parts:
+                if select.select([sock], [], [], 0)[0]:
+                    break  # the server has answered, or closed: it reads no more
+                sock.sendall(part)
+        except OSError:
+            pass  # reset or broken pipe: the server refused and closed, as it should
+        response, closed = read_response(sock, read_s)
+    return Outcome(response, closed, time.monotonic() - started)
+
+
+def drip(port: int, first: bytes, line: bytes, every_s: float, max_s: float) -> Outcome:
+    """Sends `first`, then `line` every `every_s` (nothing if empty) until the server answers
+    or closes, for at most `max_s`."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=max_s) as sock:
+        sock.sendall(first)
+        while time.monotonic() - started < max_s:
+            ready, _, _ = select.select([sock], [], [], every_s if line else max_s)
+            if ready:
+                break
+            try:
+                sock.sendall(line)
+            except OSError:
+                break
+        response, closed = read_response(sock, 2.0)
+    return Outcome(response, closed, time.monotonic() - started)
+
+
+@dataclass
+class Attack:
+    """`one(port)` (one attacking connection, start to end) run over and over on `parallel`
+    threads, each starting at most `per_second` connections a second, until stopped; at
+    most `limit` in all, each bounded by its socket timeouts.
+
+    The pace makes each thread one misbehaving client, as in the issue. Opening thousands of
+    connections a second is a flood of another kind, which costs any server CPU per
+    connection: per-address rate limits in front (nginx's limit_conn and limit_req, README)
+    are the answer to that, not these bounds."""
+
+    one: Callable[[int], Outcome]
+    parallel: int = 1
+    per_second: float = 50.0
+    limit: int = 2000
+    outcomes: list[Outcome] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+    exhausted: bool = False  # `limit` was reached: the attack ended before it was stopped
+
+    def done(self) -> list[Outcome]:
+        """What the attackers saw, once there were some and none failed to connect."""
+        assert self.outcomes
+        assert not self.errors
+        return self.outcomes
+
+    @contextmanager
+    def against(self, server: Server) -> Iterator[None]:
+        stop = threading.Event()
+        begun = threading.Barrier(self.parallel + 1)
+
+        def loop() -> None:
+            begun.wait()
+            next_at = time.monotonic()
+            while not stop.wait(max(0.0, next_at - time.monotonic())):
+                if len(self.outcomes) >= self.limit:
+                    self.exhausted = True
+                    return
+                next_at = time.monotonic() + 1 / self.per_second
+                try:
+                    self.outcomes.append(self.one(server.port))
+                except OSError as exc:  # pragma: no cover - reported by done()
+                    self.errors.append(exc)
+
+        threads = [threading.Thread(target=loop, daemon=True) for _ in range(self.parallel)]
+        for thread in threads:
+            thread.start()
+        begun.wait()
+        time.sleep(0.05)  # let the first attacking connections get under way
+        try:
+            yield
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(60)
+            assert not any(t.is_alive() for t in threads), "an attacker did not stop"
+
+
+@dataclass
+class Latency:
+    pairs: list[tuple[float, float]]  # (quiet p99, p99 under attack), ms
+    attack: Attack
+
+
+def latency_pairs(server: Server, attack: Attack) -> Latency:
+    """Measures (quiet p99, p99 under `attack`) pairs until one is within the bound, at
+    most PAIRS (module doc)."""
+    client = Client(server)
+    client.sample(20)  # warm the connection and the key cache
+    pairs = []
+    for _ in range(PAIRS):
+        quiet = p99(client.sample())
+        with attack.against(server):
+            loud = p99(client.sample())
+        pairs.append((quiet, loud))
+        if loud < 2 * max(quiet, FLOOR_MS):
+            break
+    return Latency(pairs, attack)
+
+
+def kept_latency(latency: Latency) -> None:
+    quiet, loud = latency.pairs[-1]
+    assert loud < 2 * max(quiet, FLOOR_MS), (
+        f"p99 under attack over 2x quiet (floor {FLOOR_MS} ms); (quiet, attack) ms: {latency.pairs}"
+    )
+    assert not latency.attack.exhausted, "the attack ended before the measurement did"
+
+
+def refused_with(outcome: Outcome, status: int, code: str) -> None:
+    assert outcome.status == status, outcome.response[:300]
+    assert outcome.body["code"] == code
+    assert outcome.body["detail"]
+    assert b"\r\nconnection: close\r\n" in outcome.response.lower()
+    assert outcome.closed
+
+
+# --- the head: request line and headers ----------------------------------------------------------
+
+
+def big_header(size: int) -> Iterator[bytes]:
+    yield b"GET /api/health HTTP/1.1\r\nHost: hangar\r\nX-Padding: "
+    for _ in range(size // 65536):
+        yield CHUNK
+    yield b"\r\n\r\n"
+
+
+def big_url(size: int) -> Iterator[bytes]:
+    yield b"GET /api/health?pad="
+    for _ in range(size // 65536):
+        yield CHUNK
+    yield b" HTTP/1.1\r\nHost: hangar\r\n\r\n"
+
+
+def test_a_huge_header_is_refused_with_431_and_others_keep_their_latency(server: Server) -> None:
+    attack = Attack(lambda port: send(port, big_header(8 * MB)))
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        refused_with(outcome, 431, "REQUEST_HEADERS_TOO_LARGE")
+    kept_latency(latency)
+
+
+def test_a_huge_url_is_refused_with_414_and_others_keep_their_latency(server: Server) -> None:
+    attack = Attack(lambda port: send(port, big_url(16 * MB)))
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        refused_with(outcome, 414, "URI_TOO_LONG")
+    kept_latency(latency)
+
+
+def test_head_limits_count_the_whole_head_and_leave_room_for_real_requests(
+    server: Server,
+) -> None:
+    many = b"".join(b"X-Header-%d: value\r\n" % i for i in range(1000))  # ~21 KB, no long line
+    refused_with(
+        send(server.port, [b"GET /api/health HTTP/1.1\r\nHost: h\r\n" + many + b"\r\n"]),
+        431,
+        "REQUEST_HEADERS_TOO_LARGE",
+    )
+    # 15 KB of headers in 1,500-byte writes: counted across the reads, and under the limit.
+    fine = b"GET /api/health HTTP/1.1\r\nHost: h\r\nX-Padding: " + b"a" * 15000 + b"\r\n\r\n"
+    outcome = send(server.port, [fine[i : i + 1500] for i in range(0, len(fine), 1500)], 2.0)
+    assert outcome.status == 200
+    long_url = b"GET /api/health?pad=" + b"a" * 8000 + b" HTTP/1.1\r\nHost: h\r\n\r\n"
+    assert send(server.port, [long_url], 2.0).status == 200
+
+
+def test_large_reads_of_small_heads_are_not_refused(server: Server) -> None:
+    """A read larger than the head limit is counted request by request: 500 pipelined GETs
+    in one write (20 KB), and a sign-in whose 30 KB body comes in the same write as its
+    head, are all answered as usual."""
+    one = b"GET /api/health HTTP/1.1\r\nHost: h\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(one * 500)
+        answered = b""
+        deadline = time.monotonic() + 30
+        while answered.count(b"HTTP/1.1 ") < 500 and time.monotonic() < deadline:
+            answered += sock.recv(65536)
+    assert answered.count(b"HTTP/1.1 200 OK\r\n") == 500
+
+    body = json.dumps({"email": "a@example.com", "password": "p" * 1000, "pad": "x" * 29000})
+    head = (
+        b"POST /api/session HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    )
+    outcome = send(server.port, [head + body.encode()], 5.0)
+    assert outcome.status == 422  # the unknown "pad" key; not a 431 or a 413
+
+
+# --- bodies --------------------------------------------------------------------------------------
+
+
+def declared_body(size: int) -> Iterator[bytes]:
+    yield (
+        b"POST /api/session HTTP/1.1\r\nHost: hangar\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % size
+    )
+    for _ in range(size // 65536):
+        yield CHUNK
+
+
+def chunked_body(size: int) -> Iterator[bytes]:
+    yield (
+        b"POST /api/session HTTP/1.1\r\nHost: hangar\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    for _ in range(size // 65536):
+        yield b"10000\r\n" + CHUNK + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("body", [declared_body, chunked_body], ids=["content-length", "chunked"])
+def test_huge_bodies_are_refused_with_413_in_bounded_memory(
+    server: Server, body: Callable[[int], Iterator[bytes]]
+) -> None:
+    """Four clients at once stream 50 MB each to /api/session (the issue: four 250 MB POSTs
+    took the process from 356 MB to 2.9 GB): each gets a 413 and the server's peak resident
+    memory grows by no more than a few MB."""
+    before = server.memory_kb()
+    attack = Attack(lambda port: send(port, body(50 * MB)), parallel=4)
+    latency = latency_pairs(server, attack)
+    after = server.memory_kb()
+    grown_mb = (after["VmHWM"] - before["VmHWM"]) / 1024
+    assert grown_mb < 8, f"peak RSS grew by {grown_mb:.1f} MB: {before} -> {after}"
+    for outcome in attack.done():
+        refused_with(outcome, 413, "REQUEST_TOO_LARGE")
+    kept_latency(latency)
+
+
+def test_a_declared_body_over_the_cap_is_answered_before_it_is_sent(server: Server) -> None:
+    """The 413 comes back while the client has sent only the headers."""
+    head = next(declared_body(50 * MB))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head)
+        response, closed = read_until_closed(sock, 5.0)
+    refused_with(Outcome(response, closed, 0.0), 413, "REQUEST_TOO_LARGE")
+
+
+# --- slow clients --------------------------------------------------------------------------------
+
+
+def closed_in_time(outcomes: list[Outcome], deadline_s: float) -> None:
+    for outcome in outcomes:
+        assert outcome.closed
+        assert deadline_s - 0.2 <= outcome.seconds <= deadline_s + SLACK_S, outcome
+
+
+def test_a_header_line_every_so_often_is_cut_off_at_the_head_timeout(server: Server) -> None:
+    """Slowloris: twenty connections each send a header line every quarter of a second
+    (the issue: every 10 s, against no timeout at all)."""
+    attack = Attack(
+        lambda port: drip(port, b"GET /api/health HTTP/1.1\r\n", b"X-A: b\r\n", 0.25, 10.0),
+        parallel=20,
+    )
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        refused_with(outcome, 408, "REQUEST_TIMEOUT")
+    closed_in_time(attack.outcomes, HEAD_S)
+    kept_latency(latency)
+
+
+def test_half_a_request_then_silence_is_cut_off_at_the_head_timeout(server: Server) -> None:
+    attack = Attack(
+        lambda port: drip(port, b"GET /api/health HTTP/1.1\r\nHost: h", b"", 0, 10.0),
+        parallel=20,
+    )
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        refused_with(outcome, 408, "REQUEST_TIMEOUT")
+    closed_in_time(attack.outcomes, HEAD_S)
+    kept_latency(latency)
+
+
+def test_half_a_body_then_silence_is_cut_off_at_the_body_timeout(server: Server) -> None:
+    head = (
+        b"POST /api/session HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n"
+    )
+    attack = Attack(lambda port: drip(port, head + b'{"email": ', b"", 0, 10.0), parallel=20)
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        refused_with(outcome, 408, "REQUEST_TIMEOUT")
+    closed_in_time(attack.outcomes, BODY_S)
+    kept_latency(latency)
+
+
+def test_many_idle_connections_do_not_slow_others_and_are_closed(server: Server) -> None:
+    """Eighty connections that send nothing (below the cap of 100), each reopened as soon as
+    the server drops it: the client keeps its latency, and each is closed, unanswered, at
+    the head timeout."""
+    attack = Attack(lambda port: drip(port, b"", b"", 0, 10.0), parallel=80)
+    latency = latency_pairs(server, attack)
+    for outcome in attack.done():
+        assert outcome.response == b""
+    closed_in_time(attack.outcomes, HEAD_S)
+    kept_latency(latency)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(
+    server: Server,
+) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: h\r\n\r\n")
+        started = time.monotonic()
+        response, closed = read_until_closed(sock, KEEP_ALIVE_S + SLACK_S + 1)
+    assert response.startswith(b"HTTP/1.1 200 ")
+    assert closed
+    assert KEEP_ALIVE_S - 0.2 <= time.monotonic() - started <= KEEP_ALIVE_S + SLACK_S
+
+
+# --- the connection cap --------------------------------------------------------------------------
+
+
+def test_past_the_connection_cap_requests_get_a_503_in_json_until_slots_free(
+    small_server: Server,
+) -> None:
+    """Eight idle connections fill a server capped at eight: a request gets 503
+    SERVICE_UNAVAILABLE and its connection closed; once the head timeout has closed the
+    idle ones, requests are served again."""
+    socks = [
+        socket.create_connection(("127.0.0.1", small_server.port), timeout=10) for _ in range(8)
+    ]
+    try:
+        time.sleep(0.1)
+        busy = send(small_server.port, [b"GET /api/health HTTP/1.1\r\nHost: h\r\n\r\n"], 5.0)
+        refused_with(busy, 503, "SERVICE_UNAVAILABLE")
+        time.sleep(HEAD_S + SLACK_S)
+        assert httpx.get(small_server.base + HEALTH, timeout=10).status_code == 200
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+# --- `hangar serve` itself -----------------------------------------------------------------------
+
+
+def test_hangar_serve_runs_with_these_limits(prepared: tuple[str, list[str], Path]) -> None:
+    """The command production runs (not the test helper) refuses a 20 KB head, a 50 MB
+    declared body and a 9 KB URL, and still serves."""
+    url, _, where = prepared
+    port = free_port()
+    argv = [str(ENTRY_POINT), "serve", "--no-worker", "--port", str(port)]
+    with running(argv, server_env(url), port, where / "serve.log") as served:
+        refused_with(
+            send(port, [b"GET / HTTP/1.1\r\nHost: h\r\nX-P: " + b"a" * 20000 + b"\r\n\r\n"]),
+            431,
+            "REQUEST_HEADERS_TOO_LARGE",
+        )
+        refused_with(
+            send(port, [b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: h\r\n\r\n"]),
+            414,
+            "URI_TOO_LONG",
+        )
+        refused_with(send(port, [next(declared_body(50 * MB))]), 413, "REQUEST_TOO_LARGE")
+        assert httpx.get(served.base + HEALTH, timeout=10).status_code == 200
