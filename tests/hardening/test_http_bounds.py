@@ -628,3 +628,33 @@ def test_hangar_serve_runs_with_these_limits(prepared: tuple[str, list[str], Pat
         )
         refused_with(send(port, [next(declared_body(50 * MB))]), 413, "REQUEST_TOO_LARGE")
         assert httpx.get(served.base + HEALTH, timeout=10).status_code == 200
+
+
+# --- the access log of a real server -------------------------------------------------------------
+
+
+def test_the_access_log_holds_no_key_however_the_query_spells_its_name(
+    prepared: tuple[str, list[str], Path],
+) -> None:
+    url, keys, where = prepared
+    key = keys[0]
+    port = free_port()
+    argv = [sys.executable, "-m", "tests.hardening.serve_bounded", "serve", str(port)]
+    argv += [str(HEAD_S), str(BODY_S), str(KEEP_ALIVE_S), "100"]
+    env = server_env(url) | {"PYTHONUNBUFFERED": "1"}
+    feed = "/api/v1/external/reservations.ics"
+    spellings = [f"%74oken={key}", f"TOKEN={key}", f"token=x&token={key}", f"ToKeN={key}&a=1"]
+    with running(argv, env, port, where / f"log-{port}.log") as server:
+        # The server decodes the name, so %74oken is the feed's token: the key is read and
+        # refused for its scope (403), not ignored (401).
+        assert httpx.get(f"{server.base}{feed}?%74oken={key}").status_code == 403
+        for query in spellings:
+            httpx.get(f"{server.base}{feed}?{query}")
+        deadline = time.monotonic() + 10
+        while server.log.read_text().count(feed) < len(spellings) + 1:
+            assert time.monotonic() < deadline, server.log.read_text()
+            time.sleep(0.05)
+    log = server.log.read_text()
+    assert log.count("[redacted]") >= len(spellings) + 1
+    assert key not in log
+    assert key.removeprefix("svc_pk_") not in log
