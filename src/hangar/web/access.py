@@ -8,6 +8,7 @@ travels as a hidden form field instead of a header and is compared in constant t
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from urllib.parse import quote
 
 from fastapi import Request
 from starlette.datastructures import FormData
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 
 from hangar.auth import sessions
 from hangar.ids import parse_id
@@ -124,6 +125,43 @@ async def checked_form(request: Request, csrf_token: str) -> FormData:
             )
         )
     return form
+
+
+@dataclass(frozen=True)
+class DoubleSubmit:
+    """The CSRF guard of a form posted before its person has a session (sign-in, choosing a
+    password through an invitation), so there is no session token to carry: a random value in
+    a short-lived cookie and the same value in a hidden field. Another site can make a browser
+    post the form but cannot read or set the cookie.
+    """
+
+    cookie: str
+    path: str
+
+    def issue(self, request: Request, response: Response, token: str) -> None:
+        response.set_cookie(
+            self.cookie,
+            token,
+            max_age=3600,
+            httponly=True,
+            samesite="strict",
+            secure=services_of(request).settings.public_url.startswith("https://"),
+            path=self.path,
+        )
+
+    def holds(self, request: Request, form: FormData) -> bool:
+        expected = request.cookies.get(self.cookie)
+        given = form.get(CSRF_FIELD)
+        return bool(expected) and sessions.csrf_ok(
+            str(expected), given if isinstance(given, str) else None
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(self.cookie, path=self.path)
+
+    @staticmethod
+    def new_token() -> str:
+        return secrets.token_urlsafe(32)
 
 
 def text(form: FormData, name: str) -> str:

@@ -13,8 +13,6 @@ functions, orgs.invitations) as the session API.
 
 from __future__ import annotations
 
-import secrets
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -23,12 +21,13 @@ from hangar.auth.invitation_routes import choose_password
 from hangar.auth.session_routes import set_session_cookie
 from hangar.errors import ApiError
 from hangar.orgs import invitations
-from hangar.web.access import CSRF_FIELD, checked_form, services_of, text
+from hangar.web.access import DoubleSubmit, checked_form, services_of, text
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
 INVITE_CSRF_COOKIE = "hangar_invite_csrf"
+PASSWORD_FORM = DoubleSubmit(INVITE_CSRF_COOKIE, "/invitations")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 
@@ -60,7 +59,7 @@ async def _open(request: Request, token: str) -> tuple[invitations.Open, session
 def _password_form(
     request: Request, found: invitations.Open, token: str, *, status: int = 200, error: str = ""
 ) -> Response:
-    csrf = secrets.token_urlsafe(32)
+    csrf = PASSWORD_FORM.new_token()
     response = render(
         request,
         "invitation.html",
@@ -70,15 +69,7 @@ def _password_form(
         form_csrf=csrf,
         error=error,
     )
-    response.set_cookie(
-        INVITE_CSRF_COOKIE,
-        csrf,
-        max_age=3600,
-        httponly=True,
-        samesite="strict",
-        secure=services_of(request).settings.public_url.startswith("https://"),
-        path="/invitations",
-    )
+    PASSWORD_FORM.issue(request, response, csrf)
     return response
 
 
@@ -120,9 +111,7 @@ async def choose_password_form(request: Request, token: str) -> Response:
     if not found.needs_password:
         raise _gone(request)
     form = await request.form(max_fields=10, max_files=0)
-    expected = request.cookies.get(INVITE_CSRF_COOKIE)
-    given = form.get(CSRF_FIELD)
-    if not expected or not sessions.csrf_ok(expected, given if isinstance(given, str) else None):
+    if not PASSWORD_FORM.holds(request, form):
         return _password_form(
             request,
             found,
@@ -147,7 +136,7 @@ async def choose_password_form(request: Request, token: str) -> Response:
         raise _gone(request) from refused
     response = redirect("/settings")
     set_session_cookie(response, services, cookie)
-    response.delete_cookie(INVITE_CSRF_COOKIE, path="/invitations")
+    PASSWORD_FORM.clear(response)
     return response
 
 

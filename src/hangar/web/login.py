@@ -1,15 +1,12 @@
 """/login and /logout: the same server-side session (and cookie) as POST /api/session.
 
 The sign-in form has no session yet to hold a CSRF token, so it carries a double-submit
-token: a random value in a short-lived cookie and the same value in a hidden field. Another
-site can make a browser post the form but cannot read or set the cookie, so it cannot sign
-a victim into the attacker's account.
+token (`DoubleSubmit`): another site cannot sign a victim into the attacker's account.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
@@ -18,12 +15,13 @@ from starlette.responses import Response
 from hangar.auth import sessions
 from hangar.auth.session_routes import set_session_cookie, sign_in_or_refuse
 from hangar.errors import ApiError
-from hangar.web.access import CSRF_FIELD, checked_form, services_of, text, viewer_of
+from hangar.web.access import DoubleSubmit, checked_form, services_of, text, viewer_of
 from hangar.web.pages import PageExit, PageRoute, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
 LOGIN_CSRF_COOKIE = "hangar_login_csrf"
+LOGIN_FORM = DoubleSubmit(LOGIN_CSRF_COOKIE, "/login")
 
 
 # An invitation page: its token is URL-safe base64, so nothing else fits this path.
@@ -41,7 +39,7 @@ def _next(target: str) -> str:
 
 
 def _form(request: Request, *, status: int = 200, error: str = "", email: str = "") -> Response:
-    token = secrets.token_urlsafe(32)
+    token = LOGIN_FORM.new_token()
     response = render(
         request,
         "login.html",
@@ -51,15 +49,7 @@ def _form(request: Request, *, status: int = 200, error: str = "", email: str = 
         email=email,
         next=_next(request.query_params.get("next", "")),
     )
-    response.set_cookie(
-        LOGIN_CSRF_COOKIE,
-        token,
-        max_age=3600,
-        httponly=True,
-        samesite="strict",
-        secure=services_of(request).settings.public_url.startswith("https://"),
-        path="/login",
-    )
+    LOGIN_FORM.issue(request, response, token)
     return response
 
 
@@ -72,9 +62,7 @@ async def login_form(request: Request) -> Response:
 async def login(request: Request) -> Response:
     services = services_of(request)
     form = await request.form(max_fields=10, max_files=0)
-    expected = request.cookies.get(LOGIN_CSRF_COOKIE)
-    given = form.get(CSRF_FIELD)
-    if not expected or not sessions.csrf_ok(expected, given if isinstance(given, str) else None):
+    if not LOGIN_FORM.holds(request, form):
         return _form(
             request,
             status=403,
@@ -95,7 +83,7 @@ async def login(request: Request) -> Response:
         return _form(request, status=refusal.status, error=error, email=email)
     response = redirect(_next(text(form, "next")))
     set_session_cookie(response, services, token)
-    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
+    LOGIN_FORM.clear(response)
     return response
 
 
