@@ -275,6 +275,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
 
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's answer to bytes that are not HTTP, in hangar's error shape.
+        self._write_error(400, "BAD_REQUEST", "The request is not valid HTTP/1.1")
+        self.transport.close()
+
     def _write_error(self, status: int, code: str, detail: str) -> None:
         body = error_bytes(code, detail)
         content = [STATUS_LINE[status]]

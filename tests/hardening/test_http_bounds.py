@@ -611,7 +611,7 @@ def test_past_the_connection_cap_requests_get_a_503_in_json_until_slots_free(
 
 def test_hangar_serve_runs_with_these_limits(prepared: tuple[str, list[str], Path]) -> None:
     """The command production runs (not the test helper) refuses a 20 KB head, a 50 MB
-    declared body and a 9 KB URL, and still serves."""
+    declared body, a 9 KB URL and a malformed head, each in JSON, and still serves."""
     url, _, where = prepared
     port = free_port()
     argv = [str(ENTRY_POINT), "serve", "--no-worker", "--port", str(port)]
@@ -627,6 +627,10 @@ def test_hangar_serve_runs_with_these_limits(prepared: tuple[str, list[str], Pat
             "URI_TOO_LONG",
         )
         refused_with(send(port, [next(declared_body(50 * MB))]), 413, "REQUEST_TOO_LARGE")
+        # Bytes that are not HTTP: uvicorn's plain-text 400, in hangar's error shape.
+        refused_with(
+            send(port, [b"GET / HTTP/1.1\r\nHost: h\r\nBad\nHeader\r\n\r\n"]), 400, "BAD_REQUEST"
+        )
         assert httpx.get(served.base + HEALTH, timeout=10).status_code == 200
 
 
