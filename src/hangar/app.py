@@ -44,8 +44,8 @@ def create_app(
             await worker.start()
         # What exists once the app is up (modules, routes, schemas, SQLAlchemy's metadata: some
         # 130,000 objects) lives as long as the process. Frozen (after collecting what is
-        # already garbage), a full collection no longer walks it: that took 30-150 ms each
-        # time, every request in flight waiting.
+        # already garbage), a full collection no longer walks it, and every request in flight
+        # no longer waits for one (figures: bench/RESULTS.md).
         gc.collect()
         gc.freeze()
         try:

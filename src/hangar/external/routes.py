@@ -85,8 +85,9 @@ class KeyedRoute(APIRoute):
     request's read connection is lent to the operation until it returns.
 
     A route class rather than a dependency with yield: FastAPI's dependency machinery (an
-    exit stack and a context manager per request, and the checks around them) cost a
-    quarter of the app's time on a small page (/aircraft: 1.26 ms a request, 0.94 ms now).
+    exit stack and a context manager per request, and the checks around them) cost about a
+    quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
+    in code comments").
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
