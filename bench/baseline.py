@@ -23,7 +23,7 @@ import orjson
 
 from hangar.auth.ratelimit import API_LIMITS, Limit, RateLimiter
 from hangar.external import cursor
-from hangar.external.responses import dumps
+from hangar.kit.responses import dumps
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -13,12 +13,12 @@ from hangar import health, web
 from hangar.auth import invitation_routes, key_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
-from hangar.errors import install_error_handlers
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
-from hangar.external.responses import dumps
 from hangar.fleet import routes as fleet_routes
 from hangar.http_limits import BodyLimit
+from hangar.kit.errors import install_error_handlers
+from hangar.kit.responses import dumps
 from hangar.maintenance import routes as maintenance_routes
 from hangar.orgs import routes as member_routes
 from hangar.reservations import routes as reservation_routes
@@ -44,8 +44,8 @@ def create_app(
             await worker.start()
         # What exists once the app is up (modules, routes, schemas, SQLAlchemy's metadata: some
         # 130,000 objects) lives as long as the process. Frozen (after collecting what is
-        # already garbage), a full collection no longer walks it: that took 30-150 ms each
-        # time, every request in flight waiting.
+        # already garbage), a full collection no longer walks it, and every request in flight
+        # no longer waits for one (figures: bench/RESULTS.md).
         gc.collect()
         gc.freeze()
         try:

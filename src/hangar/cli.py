@@ -20,8 +20,8 @@ from hangar.clock import SystemClock
 from hangar.config import ConfigError, Settings, load_settings
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
-from hangar.errors import ApiError
 from hangar.http_limits import ServerLimits
+from hangar.kit.errors import ApiError
 from hangar.orgs import invitations
 from hangar.orgs.bootstrap import bootstrap_member
 from hangar.orgs.commands import create_org, org_exists

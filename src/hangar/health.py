@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request
 from sqlalchemy import text
 from starlette.responses import Response
 
-from hangar.errors import error_response
-from hangar.external.responses import json_response
+from hangar.kit.errors import error_response
+from hangar.kit.responses import json_response
+from hangar.kit.routing import services_of
 from hangar.services import Services
 
 log = logging.getLogger("hangar")
@@ -30,7 +31,7 @@ async def _redis(services: Services) -> None:
 
 @router.get("/api/health", include_in_schema=False)
 async def health(request: Request) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     for name, check in (("database", _database), ("redis", _redis)):
         try:
             await asyncio.wait_for(check(services), _TIMEOUT)

@@ -14,7 +14,7 @@ from hangar.app import create_app
 from hangar.auth.commands import issue_key
 from hangar.auth.keys import generate_key, hash_key, is_well_formed
 from hangar.auth.models import ApiKey
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 from hangar.services import Services
 from tests.factories import T0, Org
 from tests.support import FakeClock

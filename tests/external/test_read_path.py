@@ -19,9 +19,9 @@ from hangar.db.engine import (
     read_connection,
     reader,
 )
-from hangar.errors import is_unavailable
 from hangar.external import routes
 from hangar.fleet.models import Aircraft
+from hangar.kit.errors import is_unavailable
 from hangar.squawks.models import Squawk
 from tests.factories import T0, Org
 

@@ -33,7 +33,7 @@ from hangar.auth.apikey import MISSING, KeyAuthenticator
 from hangar.auth.key_management import rotate_key
 from hangar.auth.keys import KEY_PREFIX, SCOPES, STORED_PREFIX_LENGTH, hash_key
 from hangar.auth.models import ApiKey
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 from hangar.services import Services
 from tests.conftest import PASSWORD, PG_URL, REDIS_URL, SECRET
 from tests.factories import Org

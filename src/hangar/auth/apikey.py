@@ -16,7 +16,7 @@ from hangar.auth.keys import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.auth.ratelimit import API_LIMITS
 from hangar.db.engine import Read, ReadConnection, read_connection
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 from hangar.services import Services
 
 MISSING = "A bearer token is required: send Authorization: Bearer <API_KEY>"

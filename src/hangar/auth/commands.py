@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.keys import SCOPES, generate_key
 from hangar.auth.models import ApiKey
-from hangar.errors import ApiError, invalid
 from hangar.ids import new_id
+from hangar.kit.errors import ApiError, invalid
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ from starlette.responses import Response
 from hangar.auth import sessions
 from hangar.auth.passwords import hash_password
 from hangar.auth.session_routes import session_body, set_session_cookie
-from hangar.bodies import RequestBody
-from hangar.external.responses import json_response
+from hangar.kit.bodies import RequestBody
+from hangar.kit.responses import json_response
+from hangar.kit.routing import services_of
 from hangar.orgs import invitations
 from hangar.orgs.access import csrf_if_signed_in, current_session
 from hangar.services import Services
@@ -45,7 +46,7 @@ def _no_store(response: Response) -> Response:
 
 @router.get("")
 async def show(request: Request, token: str) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     async with services.engine.connect() as conn:
         found = await invitations.find(conn, token, services.clock.now())
     if found is None:
@@ -59,7 +60,7 @@ async def accept(
     token: str,
     signed_in: Annotated[sessions.SignedIn, Depends(current_session)],
 ) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     async with services.engine.begin() as conn:
         await invitations.accept(conn, token, signed_in.user_id, services.clock.now())
     return _no_store(await session_body(services, signed_in))
@@ -85,7 +86,7 @@ async def choose_password(
 
 @router.post("/password", dependencies=[Depends(csrf_if_signed_in)])
 async def set_password(request: Request, token: str, body: NewPassword) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     cookie, signed_in = await choose_password(services, token, body.password)
     response = await session_body(services, signed_in)
     set_session_cookie(response, services, cookie)

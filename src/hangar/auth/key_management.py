@@ -14,8 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.commands import IssuedKey, issue_key
 from hangar.auth.models import ApiKey
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError, Conflict, NotFound
 
+# What a 404 calls one.
+API_KEY = "API key"
 DEFAULT_GRACE_HOURS = 24
 MAX_GRACE_HOURS = 168
 
@@ -78,7 +80,7 @@ async def get_key(
     stmt = select(*_VIEW_COLUMNS).where(ApiKey.org_id == org_id, ApiKey.id == key_id)
     row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
     if row is None:
-        raise ApiError(404, "NOT_FOUND", "No such API key")
+        raise NotFound(API_KEY)
     return _view(row, now)
 
 
@@ -117,10 +119,8 @@ async def rotate_key(
             "This key has no scopes and cannot be rotated; create a new key with scopes",
         )
     if old["status"] != "active":
-        raise ApiError(
-            409,
-            "API_KEY_NOT_ACTIVE",
-            f"Only an active key can be rotated; this one is {old['status']}",
+        raise Conflict(
+            f"Only an active key can be rotated; this one is {old['status']}", "API_KEY_NOT_ACTIVE"
         )
     issued = await issue_key(
         conn, org_id, name=old["name"], scopes=old["scopes"], now=now, created_by=rotated_by

@@ -10,10 +10,9 @@ from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth import key_management as keys
-from hangar.bodies import RequestBody
-from hangar.errors import ApiError
-from hangar.external.responses import json_response
-from hangar.ids import parse_id
+from hangar.kit.bodies import RequestBody
+from hangar.kit.responses import json_response
+from hangar.kit.routing import path_id, services_of
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.services import Services
@@ -31,21 +30,9 @@ class Rotation(RequestBody):
     grace_hours: int = Field(keys.DEFAULT_GRACE_HOURS, ge=0, le=keys.MAX_GRACE_HOURS)
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
-def _key_id(text: str) -> uuid.UUID:
-    key_id = parse_id(text)
-    if key_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such API key")
-    return key_id
-
-
 @router.get("")
 async def list_keys(request: Request, actor: Admin) -> Response:
-    services = _services(request)
+    services = services_of(request)
     async with services.engine.connect() as conn:
         return json_response(await keys.list_keys(conn, actor.org_id, services.clock.now()))
 
@@ -88,7 +75,7 @@ async def revoke(services: Services, org_id: uuid.UUID, key_id: uuid.UUID) -> di
 
 @router.post("", status_code=201)
 async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
-    created = await create(_services(request), actor.org_id, actor.user_id, body)
+    created = await create(services_of(request), actor.org_id, actor.user_id, body)
     return json_response(created, 201)
 
 
@@ -96,11 +83,15 @@ async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
 async def rotate_key(
     request: Request, actor: Admin, key_id: str, body: Rotation | None = None
 ) -> Response:
-    services, grace = _services(request), body or Rotation()
-    rotated = await rotate(services, actor.org_id, actor.user_id, _key_id(key_id), grace)
+    services, grace = services_of(request), body or Rotation()
+    rotated = await rotate(
+        services, actor.org_id, actor.user_id, path_id(key_id, keys.API_KEY), grace
+    )
     return json_response(rotated, 201)
 
 
 @router.post("/{key_id}/revoke")
 async def revoke_key(request: Request, actor: Admin, key_id: str) -> Response:
-    return json_response(await revoke(_services(request), actor.org_id, _key_id(key_id)))
+    return json_response(
+        await revoke(services_of(request), actor.org_id, path_id(key_id, keys.API_KEY))
+    )

@@ -10,9 +10,10 @@ from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.auth.ratelimit import Limit
-from hangar.bodies import RequestBody
-from hangar.errors import ApiError
-from hangar.external.responses import json_response
+from hangar.kit.bodies import RequestBody
+from hangar.kit.errors import ApiError
+from hangar.kit.responses import json_response
+from hangar.kit.routing import services_of
 from hangar.orgs.access import current_session
 from hangar.services import Services
 
@@ -77,7 +78,7 @@ def set_session_cookie(response: Response, services: Services, token: str) -> No
 
 @router.post("/api/session")
 async def sign_in(request: Request, credentials: Credentials) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     token, signed_in = await sign_in_or_refuse(services, credentials.email, credentials.password)
     response = await session_body(services, signed_in)
     set_session_cookie(response, services, token)
@@ -88,14 +89,14 @@ async def sign_in(request: Request, credentials: Credentials) -> Response:
 async def who_am_i(
     request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
 ) -> Response:
-    return await session_body(request.app.state.services, signed_in)
+    return await session_body(services_of(request), signed_in)
 
 
 @router.delete("/api/session", status_code=204)
 async def sign_out(
     request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
 ) -> Response:
-    services: Services = request.app.state.services
+    services = services_of(request)
     async with services.engine.begin() as conn:
         await sessions.sign_out(conn, signed_in.session_id)
     response = Response(status_code=204)

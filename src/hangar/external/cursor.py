@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAC_BYTES = 16

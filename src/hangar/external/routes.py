@@ -14,27 +14,26 @@ from starlette.responses import Response
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection, read_connection
 from hangar.external import calendar, cursor
-from hangar.external.params import AwareDateTime, Digits, StrictBool
-from hangar.external.responses import json_response
 from hangar.external.schemas import (
     Aircraft,
-    ErrorBody,
     MaintenanceLog,
     Member,
     ReservationPage,
     ReservationStatus,
     Squawk,
     SquawkStatus,
-    ValidationErrorBody,
     WorkOrder,
     WorkOrderStatus,
 )
 from hangar.fleet import queries as fleet_queries
 from hangar.ids import parse_id
+from hangar.kit.params import AwareDateTime, Digits, StrictBool
+from hangar.kit.responses import json_response
+from hangar.kit.routing import services_of
+from hangar.kit.schemas import ErrorBody, ValidationErrorBody
 from hangar.maintenance import queries as maintenance_queries
 from hangar.orgs import queries as member_queries
 from hangar.reservations import queries as reservation_queries
-from hangar.services import Services
 from hangar.squawks import queries as squawk_queries
 
 PREFIX = "/api/v1/external"
@@ -86,8 +85,9 @@ class KeyedRoute(APIRoute):
     request's read connection is lent to the operation until it returns.
 
     A route class rather than a dependency with yield: FastAPI's dependency machinery (an
-    exit stack and a context manager per request, and the checks around them) cost a
-    quarter of the app's time on a small page (/aircraft: 1.26 ms a request, 0.94 ms now).
+    exit stack and a context manager per request, and the checks around them) cost about a
+    quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
+    in code comments").
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -101,7 +101,7 @@ class KeyedRoute(APIRoute):
             authenticator: KeyAuthenticator = request.app.state.keys
             raw = request.query_params.get("token") if from_query else _bearer(request)
             authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
-            services: Services = request.app.state.services
+            services = services_of(request)
             async with read_connection(services.engine) as conn:
                 key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
                 request.scope[_CALLER] = Caller(key, conn)
@@ -133,11 +133,6 @@ def _doc(
     }
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
 Reader = Callable[..., Awaitable[list[dict[str, Any]]]]
 
 
@@ -163,7 +158,7 @@ async def list_reservations(
         AwareDateTime | None, Query(description="Only reservations starting before")
     ] = None,
 ) -> Response:
-    services, key = _services(request), caller(request).key
+    services, key = services_of(request), caller(request).key
     # The cursor is bound to the filters as sent, so a changed filter invalidates it.
     context = "|".join(
         (
@@ -268,7 +263,7 @@ async def reservations_feed(
         Query(description="The full API key (calendar clients cannot send headers)"),
     ] = None,
 ) -> Response:
-    services = _services(request)
+    services = services_of(request)
     by = caller(request)
     rows = await reservation_queries.calendar(by.conn, by.key)
     body = calendar.feed(rows, domain=services.settings.service_domain, now=services.clock.now())

@@ -1,26 +1,23 @@
 """The public resources, as the OpenAPI description shows them.
 
 These models are the single list of each resource's public fields: the queries select
-exactly these names. They stay open (extra keys allowed), as the spec's versioning asks.
+exactly these names. They stay open (extra keys allowed: `hangar.kit.schemas.Open`), as the
+spec's versioning asks.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from hangar.kit.schemas import Open
 from hangar.maintenance.models import EventType as EventType
 from hangar.maintenance.models import WorkOrderStatus as WorkOrderStatus
 from hangar.reservations.models import ActivityType as ActivityType
 from hangar.reservations.models import ReservationStatus as ReservationStatus
 from hangar.squawks.models import Severity as Severity
 from hangar.squawks.models import SquawkStatus as SquawkStatus
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 class Reservation(Open):
@@ -116,16 +113,3 @@ class WorkOrder(Open):
     ia_signer_id: str | None
     created_at: datetime | None
     completed_at: datetime | None
-
-
-class ErrorBody(Open):
-    detail: str
-    code: str
-
-
-class ValidationErrorBody(ErrorBody):
-    errors: list[dict[str, Any]]
-
-
-def field_names(model: type[BaseModel]) -> tuple[str, ...]:
-    return tuple(model.model_fields)

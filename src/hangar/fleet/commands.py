@@ -14,21 +14,13 @@ from pydantic import Field, model_validator
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import BodyDate, BodyId, RequestBody
-from hangar.errors import ApiError, invalid
 from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
+from hangar.kit.bodies import BodyDate, BodyId, RequestBody
+from hangar.kit.errors import Conflict, invalid
+from hangar.kit.rows import inserted, locked, moved, public, referenced, soft_delete
 from hangar.orgs.access import Actor
-from hangar.orgs.commands import (
-    conflict,
-    inserted,
-    locked,
-    moved,
-    public,
-    referenced,
-    soft_delete,
-)
 from hangar.webhooks import catalogue, outbox
 
 
@@ -78,7 +70,7 @@ async def create_aircraft(
         )
     )
     if taken is not None:
-        raise ApiError(409, "TAIL_NUMBER_TAKEN", f"{tail} is already in the fleet")
+        raise Conflict(f"{tail} is already in the fleet", "TAIL_NUMBER_TAKEN")
     values = body.model_dump() | {
         "id": new_id(),
         "org_id": actor.org_id,
@@ -101,7 +93,7 @@ async def deactivate(
     """Grounds the aircraft by hand: aircraft.grounded with reason admin_deactivate."""
     current = await locked(conn, Aircraft, actor.org_id, aircraft_id, "aircraft")
     if not current["is_active"]:
-        raise conflict("The aircraft is already inactive")
+        raise Conflict("The aircraft is already inactive")
     row = await moved(
         conn,
         update(Aircraft)
@@ -119,7 +111,7 @@ async def reactivate(
 ) -> dict[str, Any]:
     current = await locked(conn, Aircraft, actor.org_id, aircraft_id, "aircraft")
     if current["is_active"]:
-        raise conflict("The aircraft is already active")
+        raise Conflict("The aircraft is already active")
     row = await moved(
         conn,
         update(Aircraft)

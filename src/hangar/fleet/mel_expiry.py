@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.fleet.models import Aircraft, MelItem
-from hangar.orgs.commands import written
+from hangar.kit.rows import written
 from hangar.webhooks import catalogue, outbox
 
 

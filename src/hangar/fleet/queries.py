@@ -8,9 +8,9 @@ from typing import Any
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.external.schemas import Aircraft as AircraftOut
-from hangar.external.schemas import field_names
-from hangar.external.scoping import rows, scoped
 from hangar.fleet.models import Aircraft
+from hangar.kit.schemas import field_names
+from hangar.kit.scoping import rows, scoped
 
 COLUMNS = [getattr(Aircraft, name) for name in field_names(AircraftOut)]
 

@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.external.responses import json_response
 from hangar.fleet import commands
+from hangar.kit.responses import json_response
+from hangar.kit.routing import ORG_PREFIX, no_content, path_id, transact
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import FLEET_MANAGE
-from hangar.orgs.routes import ORG_PREFIX, no_content, path_id, transact
 
 router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False)
 FleetManager = Annotated[Actor, acting(FLEET_MANAGE)]

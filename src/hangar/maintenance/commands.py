@@ -14,23 +14,17 @@ from pydantic import Field
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import BodyDate, BodyId, RequestBody
-from hangar.external.params import AwareDateTime
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
+from hangar.kit.bodies import BodyDate, BodyId, RequestBody
+from hangar.kit.errors import Conflict
+from hangar.kit.params import AwareDateTime
+from hangar.kit.rows import inserted, locked, moved, public, referenced
 from hangar.maintenance.models import EventType, MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.orgs.access import Actor
-from hangar.orgs.commands import (
-    conflict,
-    inserted,
-    locked,
-    moved,
-    public,
-    referenced,
-    require_member,
-)
+from hangar.orgs.commands import require_member
 
 FINAL = ("completed", "cancelled")
 Cert = Annotated[str | None, Field(max_length=40)]
@@ -117,7 +111,7 @@ async def update_work_order(
     """The new status plus whichever other fields the body names."""
     current = await locked(conn, WorkOrder, actor.org_id, work_order_id, "work order")
     if current["status"] in FINAL:
-        raise conflict(f"The work order is {current['status']}; it can no longer change")
+        raise Conflict(f"The work order is {current['status']}; it can no longer change")
     await _check_signers(conn, actor, body)
     values = body.model_dump(exclude_unset=True)
     if body.status == "completed":

@@ -12,8 +12,8 @@ from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.external.schemas import WorkOrder as WorkOrderOut
-from hangar.external.schemas import field_names
-from hangar.external.scoping import bound, rows, scoped
+from hangar.kit.schemas import field_names
+from hangar.kit.scoping import bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 
 RECENT_LIMIT = 500

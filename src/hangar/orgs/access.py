@@ -15,11 +15,11 @@ from fastapi import Depends, Request
 from sqlalchemy import select
 
 from hangar.auth import sessions
-from hangar.errors import ApiError
 from hangar.ids import parse_id
+from hangar.kit.errors import ApiError, Forbidden
+from hangar.kit.routing import services_of
 from hangar.orgs.capabilities import capabilities_of
 from hangar.orgs.models import Membership, Role
-from hangar.services import Services
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -39,7 +39,7 @@ class Actor:
 
 
 async def current_session(request: Request) -> sessions.SignedIn:
-    services: Services = request.app.state.services
+    services = services_of(request)
     token = request.cookies.get(sessions.COOKIE)
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
@@ -62,7 +62,7 @@ async def csrf_if_signed_in(request: Request) -> None:
     token = request.cookies.get(sessions.COOKIE)
     if not token:
         return
-    services: Services = request.app.state.services
+    services = services_of(request)
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
     if signed_in is not None:
@@ -70,7 +70,7 @@ async def csrf_if_signed_in(request: Request) -> None:
 
 
 async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
-    services: Services = request.app.state.services
+    services = services_of(request)
     org_id = parse_id(str(request.path_params.get("org_id", "")))
     if org_id is None:
         raise ApiError(404, "NOT_FOUND", "Not found")
@@ -111,7 +111,7 @@ def acting(*required: str) -> Any:
     ) -> Actor:
         actor = await _actor(request, signed_in)
         if required and not any(actor.can(c) for c in required):
-            raise ApiError(403, "FORBIDDEN", f"This needs the capability {' or '.join(required)}")
+            raise Forbidden(f"This needs the capability {' or '.join(required)}")
         return actor
 
     return Depends(dependency)

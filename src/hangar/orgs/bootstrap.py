@@ -18,7 +18,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.passwords import hash_password
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError, Conflict
 from hangar.orgs.members import account_of, add_member
 from hangar.orgs.models import User
 
@@ -45,11 +45,10 @@ async def bootstrap_member(
 ) -> Bootstrapped:
     exists = await account_of(conn, email) is not None
     if exists and password is not None:
-        raise ApiError(
-            409,
-            "ACCOUNT_EXISTS",
+        raise Conflict(
             f"{email.strip().lower()} already has an account, and its password belongs to its "
             "owner: omit --password to add the membership",
+            "ACCOUNT_EXISTS",
         )
     if not exists and password is None:
         raise ApiError(

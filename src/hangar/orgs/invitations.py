@@ -36,8 +36,8 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.errors import ApiError
 from hangar.ids import new_id
+from hangar.kit.errors import ApiError
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import Invitation, Membership, Organization, Role, User
 

@@ -21,12 +21,13 @@ from pydantic import Field
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import RequestBody
-from hangar.errors import ApiError, invalid
 from hangar.ids import new_id, new_id_at
+from hangar.kit.bodies import RequestBody
+from hangar.kit.errors import Conflict, NotFound, invalid
+from hangar.kit.rows import moved
 from hangar.orgs import invitations
 from hangar.orgs.access import Actor
-from hangar.orgs.commands import conflict, moved, refuse_if_member
+from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import ROLE_NAMES, Membership, Role, User
 
 MemberStatus = Literal["active", "pending"]
@@ -88,7 +89,7 @@ async def add_member(
     email = normalized_email(email)
     role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
     if role_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such organization")
+        raise NotFound("organization")
     await refuse_if_member(conn, org_id, email=email)
     found = None if status == "pending" else await account_of(conn, email)
     if found is not None:
@@ -233,10 +234,10 @@ async def remove_member(
         .with_for_update()
     )
     if membership_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such member")
+        raise NotFound("member")
     if user_id == actor.user_id:
         # Otherwise the last admin could remove themselves and lock the organization out.
-        raise conflict("You cannot remove your own membership")
+        raise Conflict("You cannot remove your own membership")
     await moved(
         conn,
         update(Membership)

@@ -13,7 +13,7 @@ from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.external.scoping import rows, scoped
+from hangar.kit.scoping import rows, scoped
 from hangar.orgs.models import Membership, Role
 
 FULL_SCOPE = "read:members.full"

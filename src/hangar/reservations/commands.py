@@ -15,24 +15,17 @@ from pydantic import Field, model_validator
 from sqlalchemy import Update, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import BodyId, RequestBody
-from hangar.errors import ApiError
-from hangar.external.params import AwareDateTime
 from hangar.external.schemas import Reservation as ReservationOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
+from hangar.kit.bodies import BodyId, RequestBody
+from hangar.kit.errors import ApiError, Conflict, Forbidden
+from hangar.kit.params import AwareDateTime
+from hangar.kit.rows import inserted, locked, moved, public, referenced
+from hangar.kit.rows import soft_delete as _soft_delete
 from hangar.orgs.access import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
-from hangar.orgs.commands import (
-    conflict,
-    inserted,
-    locked,
-    moved,
-    public,
-    referenced,
-    require_member,
-)
-from hangar.orgs.commands import soft_delete as _soft_delete
+from hangar.orgs.commands import require_member
 from hangar.reservations.models import ActivityType, Reservation
 from hangar.squawks.models import Squawk
 from hangar.webhooks import catalogue, outbox
@@ -83,10 +76,8 @@ class StatusBody(RequestBody):
 
 
 def _forbidden() -> ApiError:
-    return ApiError(
-        403,
-        "FORBIDDEN",
-        f"This needs the capability {RESERVATIONS_MANAGE}: the reservation is another pilot's",
+    return Forbidden(
+        f"This needs the capability {RESERVATIONS_MANAGE}: the reservation is another pilot's"
     )
 
 
@@ -98,7 +89,7 @@ async def _open_reservation(
     if not actor.can(RESERVATIONS_MANAGE) and current["pilot_id"] != actor.user_id:
         raise _forbidden()
     if current["status"] not in OPEN:
-        raise conflict(f"A {current['status']} reservation cannot be {move}")
+        raise Conflict(f"A {current['status']} reservation cannot be {move}")
     return current
 
 
@@ -189,11 +180,11 @@ async def check_in(
     """Pre-flight check-in; a blocking issue refuses it unless `force`, which is recorded."""
     current = await _open_reservation(conn, actor, reservation_id, "checked in")
     if current["checked_in_at"] is not None:
-        raise conflict("The reservation is already checked in")
+        raise Conflict("The reservation is already checked in")
     issues = await _blocking_issues(conn, actor.org_id, current["aircraft_id"])
     if issues and not (body and body.force):
-        raise ApiError(
-            409, "CHECK_IN_BLOCKED", f"Check-in blocked: {'; '.join(issues)} (force overrides)"
+        raise Conflict(
+            f"Check-in blocked: {'; '.join(issues)} (force overrides)", "CHECK_IN_BLOCKED"
         )
     row = await moved(
         conn,
@@ -217,7 +208,7 @@ async def checkout(
     """End of flight: completed, the aircraft's Hobbs advanced, two identical events."""
     current = await _open_reservation(conn, actor, reservation_id, "checked out")
     if current["checked_in_at"] is None:
-        raise conflict("Check in before checking out")
+        raise Conflict("Check in before checking out")
     row = await moved(
         conn,
         _still_open(reservation_id).values(
@@ -246,7 +237,7 @@ async def set_status(
     """Staff mark an open reservation no_show or expired; no event is defined for either."""
     current = await _open_reservation(conn, actor, reservation_id, f"marked {body.status}")
     if current["checked_in_at"] is not None:
-        raise conflict(f"A checked-in reservation cannot be marked {body.status}")
+        raise Conflict(f"A checked-in reservation cannot be marked {body.status}")
     row = await moved(
         conn,
         _still_open(reservation_id)

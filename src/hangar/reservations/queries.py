@@ -22,9 +22,9 @@ from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.external.cursor import Position
 from hangar.external.schemas import Reservation as ReservationOut
-from hangar.external.schemas import field_names
-from hangar.external.scoping import bound, scoped
-from hangar.external.scoping import rows as scoped_rows
+from hangar.kit.schemas import field_names
+from hangar.kit.scoping import bound, scoped
+from hangar.kit.scoping import rows as scoped_rows
 from hangar.reservations.models import Reservation
 
 COLUMNS = [getattr(Reservation, name) for name in field_names(ReservationOut)]

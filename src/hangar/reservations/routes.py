@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.external.responses import json_response
+from hangar.kit.responses import json_response
+from hangar.kit.routing import ORG_PREFIX, no_content, path_id, transact
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE, RESERVATIONS_OWN
-from hangar.orgs.routes import ORG_PREFIX, no_content, path_id, transact
 from hangar.reservations import commands
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/reservations", include_in_schema=False)

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 
 from hangar.clock import SystemClock
 from hangar.config import Settings
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 from hangar.seed.demo import DemoAccess, curl_base, instructions, prepare_demo
 from hangar.seed.seeding import Sizes, seed_org
 

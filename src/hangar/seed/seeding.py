@@ -13,8 +13,8 @@ from typing import Protocol
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.errors import ApiError
 from hangar.fleet.models import Aircraft
+from hangar.kit.errors import ApiError
 from hangar.orgs.commands import org_exists
 from hangar.orgs.models import Membership, Role
 from hangar.seed import fleet, maintenance, people, reservations, squawks

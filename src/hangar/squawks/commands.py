@@ -13,12 +13,13 @@ from pydantic import Field
 from sqlalchemy import Update, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.bodies import BodyId, RequestBody
 from hangar.external.schemas import Squawk as SquawkOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
+from hangar.kit.bodies import BodyId, RequestBody
+from hangar.kit.errors import Conflict
+from hangar.kit.rows import inserted, locked, moved, public, referenced
 from hangar.orgs.access import Actor
-from hangar.orgs.commands import conflict, inserted, locked, moved, public, referenced
 from hangar.squawks.models import Severity, Squawk
 from hangar.webhooks import catalogue, outbox
 
@@ -60,7 +61,7 @@ async def set_status(
 ) -> dict[str, Any]:
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] in ("resolved", body.status):
-        raise conflict(f"The squawk is already {current['status']}")
+        raise Conflict(f"The squawk is already {current['status']}")
     row = await moved(
         conn,
         _unresolved(squawk_id).where(Squawk.status != body.status).values(status=body.status),
@@ -74,7 +75,7 @@ async def resolve(
 ) -> dict[str, Any]:
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] == "resolved":
-        raise conflict("The squawk is already resolved")
+        raise Conflict("The squawk is already resolved")
     row = await moved(
         conn,
         _unresolved(squawk_id).values(
@@ -93,9 +94,9 @@ async def escalate(
     """Severity becomes grounding (status unchanged); a no-op escalation is a 409."""
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] == "resolved":
-        raise conflict("A resolved squawk cannot be escalated")
+        raise Conflict("A resolved squawk cannot be escalated")
     if current["severity"] == "grounding":
-        raise conflict("The squawk is already grounding")
+        raise Conflict("The squawk is already grounding")
     row = await moved(
         conn,
         _unresolved(squawk_id)

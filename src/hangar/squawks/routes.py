@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.external.responses import json_response
+from hangar.kit.responses import json_response
+from hangar.kit.routing import ORG_PREFIX, path_id, transact
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import SQUAWKS_MANAGE, SQUAWKS_REPORT
-from hangar.orgs.routes import ORG_PREFIX, path_id, transact
 from hangar.squawks import commands
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/squawks", include_in_schema=False)

@@ -20,18 +20,13 @@ from starlette.responses import HTMLResponse, Response
 
 from hangar.auth import sessions
 from hangar.ids import parse_id
+from hangar.kit.routing import services_of
 from hangar.orgs.capabilities import ORG_SETTINGS
-from hangar.services import Services
 from hangar.web.pages import PageExit, error_page, redirect, render
 
 CSRF_FIELD = "csrf_token"
 # A form post is a few fields; anything larger is not ours.
 MAX_FORM_FIELDS = 100
-
-
-def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
 from starlette.responses import Response
 
-from hangar.web.access import services_of
+from hangar.kit.routing import services_of
 from hangar.web.pages import HERE, PageRoute, render
 
 router = APIRouter(route_class=PageRoute)

@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -19,9 +19,10 @@ from starlette.responses import Response
 from hangar.auth import sessions
 from hangar.auth.invitation_routes import choose_password
 from hangar.auth.session_routes import set_session_cookie
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError
+from hangar.kit.routing import services_of
 from hangar.orgs import invitations
-from hangar.web.access import DoubleSubmit, checked_form, services_of, text
+from hangar.web.access import DoubleSubmit, checked_form, text
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
 router = APIRouter(route_class=PageRoute)

@@ -7,7 +7,6 @@ a reload does not repeat an action.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -17,10 +16,10 @@ from hangar.auth import key_management
 from hangar.auth import key_routes as actions
 from hangar.auth.key_routes import NewKey, Rotation
 from hangar.auth.keys import SCOPES
-from hangar.errors import ApiError
 from hangar.external.routes import PREFIX
-from hangar.ids import parse_id
-from hangar.web.access import Admin, admin_of, checked_form, services_of, text, texts
+from hangar.kit.errors import ApiError
+from hangar.kit.routing import path_id, services_of
+from hangar.web.access import Admin, admin_of, checked_form, text, texts
 from hangar.web.forms import field_error, parse
 from hangar.web.pages import PageRoute, redirect, render
 
@@ -33,13 +32,6 @@ STATUS_WORDS = {
     "expired": "Expired (rotated; no longer accepted)",
     "revoked": "Revoked (no longer accepted)",
 }
-
-
-def _key_id(text_id: str) -> uuid.UUID:
-    key_id = parse_id(text_id)
-    if key_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such API key")
-    return key_id
 
 
 def feed_url(request: Request, key: str, scopes: list[str]) -> str | None:
@@ -131,7 +123,7 @@ async def _one(request: Request, admin: Admin, key_id: str) -> dict[str, Any]:
     services = services_of(request)
     async with services.engine.connect() as conn:
         return await key_management.get_key(
-            conn, admin.org_id, _key_id(key_id), services.clock.now()
+            conn, admin.org_id, path_id(key_id, key_management.API_KEY), services.clock.now()
         )
 
 
@@ -179,7 +171,11 @@ async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
     rotated = await actions.rotate(
-        services_of(request), admin.org_id, admin.user_id, _key_id(key_id), body
+        services_of(request),
+        admin.org_id,
+        admin.user_id,
+        path_id(key_id, key_management.API_KEY),
+        body,
     )
     return _shown_once(request, admin, rotated["new"], old=rotated["old"], section="keys")
 
@@ -195,5 +191,7 @@ async def revoke_form(request: Request, org_id: str, key_id: str) -> Response:
 async def revoke_key(request: Request, org_id: str, key_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.revoke(services_of(request), admin.org_id, _key_id(key_id))
+    await actions.revoke(
+        services_of(request), admin.org_id, path_id(key_id, key_management.API_KEY)
+    )
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

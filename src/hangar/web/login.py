@@ -14,8 +14,9 @@ from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.auth.session_routes import set_session_cookie, sign_in_or_refuse
-from hangar.errors import ApiError
-from hangar.web.access import DoubleSubmit, checked_form, services_of, text, viewer_of
+from hangar.kit.errors import ApiError
+from hangar.kit.routing import services_of
+from hangar.web.access import DoubleSubmit, checked_form, text, viewer_of
 from hangar.web.pages import PageExit, PageRoute, redirect, render
 
 router = APIRouter(route_class=PageRoute)

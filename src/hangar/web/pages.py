@@ -17,7 +17,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from hangar.errors import ApiError
+from hangar.kit.errors import ApiError, NotFound
 
 HERE = Path(__file__).resolve().parent
 
@@ -111,7 +111,7 @@ async def static(name: str) -> Response:
     # A fixed list, not a directory: nothing else under the package can be fetched.
     media_type = _STATIC.get(name)
     if media_type is None:
-        raise ApiError(404, "NOT_FOUND", "No such file")
+        raise NotFound("file")
     response = FileResponse(HERE / "static" / name, media_type=media_type)
     response.headers["Cache-Control"] = "public, max-age=300"
     return response

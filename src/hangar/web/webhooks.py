@@ -7,15 +7,14 @@ concern. The secret exists in plain text only in the response to the creating PO
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.errors import ApiError
-from hangar.ids import parse_id
-from hangar.web.access import Admin, admin_of, checked_form, services_of, text, texts
+from hangar.kit.errors import ApiError
+from hangar.kit.routing import path_id, services_of
+from hangar.web.access import Admin, admin_of, checked_form, text, texts
 from hangar.web.events import EVENTS
 from hangar.web.forms import field_error, parse
 from hangar.web.pages import PageRoute, redirect, render
@@ -27,13 +26,6 @@ from hangar.webhooks.routes import NewSubscription, SubscriptionEdit
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 
 DELIVERIES_SHOWN = 20
-
-
-def _sub_id(text_id: str) -> uuid.UUID:
-    sub_id = parse_id(text_id)
-    if sub_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such webhook subscription")
-    return sub_id
 
 
 def status_words(sub: dict[str, Any]) -> str:
@@ -124,7 +116,7 @@ async def create(request: Request, org_id: str) -> Response:
 
 async def _one(request: Request, admin: Admin, sub_id: str) -> dict[str, Any]:
     async with services_of(request).engine.connect() as conn:
-        return await subs.get_subscription(conn, admin.org_id, _sub_id(sub_id))
+        return await subs.get_subscription(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
 
 
 @router.get("/{sub_id}/edit")
@@ -142,7 +134,9 @@ async def edit(request: Request, org_id: str, sub_id: str) -> Response:
     if body is None:
         return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
     try:
-        await actions.edit(services_of(request), admin.org_id, _sub_id(sub_id), body)
+        await actions.edit(
+            services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), body
+        )
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -162,7 +156,7 @@ async def delete_form(request: Request, org_id: str, sub_id: str) -> Response:
 async def delete(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.delete(services_of(request), admin.org_id, _sub_id(sub_id))
+    await actions.delete(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
@@ -170,7 +164,7 @@ async def delete(request: Request, org_id: str, sub_id: str) -> Response:
 async def enable(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.enable(services_of(request), admin.org_id, _sub_id(sub_id))
+    await actions.enable(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
@@ -178,7 +172,7 @@ async def enable(request: Request, org_id: str, sub_id: str) -> Response:
 async def test(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    target = _sub_id(sub_id)
+    target = path_id(sub_id, subs.SUBSCRIPTION)
     await actions.fire_test(services_of(request), admin.org_id, target)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
@@ -186,7 +180,7 @@ async def test(request: Request, org_id: str, sub_id: str) -> Response:
 @router.get("/{sub_id}/deliveries")
 async def deliveries(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
-    target = _sub_id(sub_id)
+    target = path_id(sub_id, subs.SUBSCRIPTION)
     async with services_of(request).engine.connect() as conn:
         sub = await subs.get_subscription(conn, admin.org_id, target)
         found = await subs.recent_deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.external.responses import dumps
 from hangar.ids import new_id
+from hangar.kit.responses import dumps
 from hangar.webhooks.catalogue import ALL_EVENTS
 from hangar.webhooks.models import Delivery, Event, Subscription
 

@@ -10,11 +10,11 @@ from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth.ratelimit import Limit
-from hangar.bodies import RequestBody
-from hangar.errors import ApiError
-from hangar.external.params import Digits
-from hangar.external.responses import json_response
-from hangar.ids import parse_id
+from hangar.kit.bodies import RequestBody
+from hangar.kit.errors import ApiError
+from hangar.kit.params import Digits
+from hangar.kit.responses import json_response
+from hangar.kit.routing import path_id, services_of
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.services import Services
@@ -38,21 +38,9 @@ class SubscriptionEdit(RequestBody):
     events: list[str] | None = Field(None, max_length=20)
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
-def _sub_id(text: str) -> uuid.UUID:
-    sub_id = parse_id(text)
-    if sub_id is None:
-        raise ApiError(404, "NOT_FOUND", "No such webhook subscription")
-    return sub_id
-
-
 @router.get("")
 async def list_subscriptions(request: Request, actor: Admin) -> Response:
-    async with _services(request).engine.connect() as conn:
+    async with services_of(request).engine.connect() as conn:
         return json_response(await subs.list_subscriptions(conn, actor.org_id))
 
 
@@ -102,31 +90,37 @@ async def enable(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> di
 
 @router.post("", status_code=201)
 async def create_subscription(request: Request, actor: Admin, body: NewSubscription) -> Response:
-    return json_response(await create(_services(request), actor.org_id, body), 201)
+    return json_response(await create(services_of(request), actor.org_id, body), 201)
 
 
 @router.get("/{sub_id}")
 async def get_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    async with _services(request).engine.connect() as conn:
-        return json_response(await subs.get_subscription(conn, actor.org_id, _sub_id(sub_id)))
+    async with services_of(request).engine.connect() as conn:
+        return json_response(
+            await subs.get_subscription(conn, actor.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+        )
 
 
 @router.patch("/{sub_id}")
 async def edit_subscription(
     request: Request, actor: Admin, sub_id: str, body: SubscriptionEdit
 ) -> Response:
-    return json_response(await edit(_services(request), actor.org_id, _sub_id(sub_id), body))
+    return json_response(
+        await edit(services_of(request), actor.org_id, path_id(sub_id, subs.SUBSCRIPTION), body)
+    )
 
 
 @router.delete("/{sub_id}", status_code=204)
 async def delete_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    await delete(_services(request), actor.org_id, _sub_id(sub_id))
+    await delete(services_of(request), actor.org_id, path_id(sub_id, subs.SUBSCRIPTION))
     return Response(status_code=204)
 
 
 @router.post("/{sub_id}/enable")
 async def enable_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    return json_response(await enable(_services(request), actor.org_id, _sub_id(sub_id)))
+    return json_response(
+        await enable(services_of(request), actor.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+    )
 
 
 async def fire_test(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) -> uuid.UUID:
@@ -152,7 +146,9 @@ async def fire_test(services: Services, org_id: uuid.UUID, sub_id: uuid.UUID) ->
 
 @router.post("/{sub_id}/test", status_code=202)
 async def test_subscription(request: Request, actor: Admin, sub_id: str) -> Response:
-    delivery_id = await fire_test(_services(request), actor.org_id, _sub_id(sub_id))
+    delivery_id = await fire_test(
+        services_of(request), actor.org_id, path_id(sub_id, subs.SUBSCRIPTION)
+    )
     return json_response({"delivery_id": str(delivery_id)}, 202)
 
 
@@ -163,7 +159,9 @@ async def list_deliveries(
     sub_id: str,
     limit: Annotated[int, Query(ge=1, le=200), Digits] = 50,
 ) -> Response:
-    async with _services(request).engine.connect() as conn:
+    async with services_of(request).engine.connect() as conn:
         return json_response(
-            await subs.recent_deliveries(conn, actor.org_id, _sub_id(sub_id), limit)
+            await subs.recent_deliveries(
+                conn, actor.org_id, path_id(sub_id, subs.SUBSCRIPTION), limit
+            )
         )

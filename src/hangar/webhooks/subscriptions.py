@@ -11,12 +11,15 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.errors import ApiError, invalid
 from hangar.ids import new_id
+from hangar.kit.errors import ApiError, NotFound, invalid
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, SecretBox, new_secret
 from hangar.webhooks.url_policy import Resolver, UrlRejected, check_webhook_url
+
+# What a 404 calls one.
+SUBSCRIPTION = "webhook subscription"
 
 _VIEW = (
     Subscription.id,
@@ -78,7 +81,7 @@ async def get_subscription(
     )
     row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
     if row is None:
-        raise ApiError(404, "NOT_FOUND", "No such webhook subscription")
+        raise NotFound(SUBSCRIPTION)
     return _view(row)
 
 

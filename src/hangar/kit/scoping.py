@@ -1,28 +1,39 @@
-"""The one place the public API decides which rows a key may see.
+"""The one way rows are scoped to an organization.
 
-Every read query of /api/v1/external starts from `scoped(...)`, built once with the
-organization as a bound parameter, and is run by `rows(...)` with the key's organization:
-rows of the key's organization that are not soft-deleted. No route filters by organization
-on its own.
+A row belongs to one organization and is soft-deleted, never removed (`OrgOwned`). Every read
+query of /api/v1/external starts from `scoped(...)`, built once with the organization as a
+bound parameter, and is run by `rows(...)` with the key's organization: rows of the key's
+organization that are not soft-deleted. No route filters by organization on its own. The
+product actions' commands look rows up the same way (hangar/kit/rows.py), so an id of another
+organization reads exactly like an unknown one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import uuid
+from typing import Any, ClassVar, Protocol
 
 from sqlalchemy import BindParameter, Select, bindparam, select
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 
 ORG_PARAM = "scope_org_id"
 
 
 class OrgOwned(Protocol):
-    """A table of rows that belong to one organization and are soft-deleted."""
+    """A mapped table whose rows belong to one organization and are soft-deleted."""
 
+    __table__: ClassVar[Any]
+    id: Any
     org_id: Any
     deleted_at: Any
+
+
+class OfOrg(Protocol):
+    """Whoever a read is for (an API key's context): it names one organization."""
+
+    @property
+    def org_id(self) -> uuid.UUID: ...
 
 
 def bound(name: str, column: Any) -> BindParameter[Any]:
@@ -42,8 +53,6 @@ def scoped(model: type[OrgOwned], *columns: Any) -> Select[Any]:
     )
 
 
-async def rows(
-    conn: ReadConnection, read: Read, key: KeyContext, **params: Any
-) -> list[dict[str, Any]]:
+async def rows(conn: ReadConnection, read: Read, key: OfOrg, **params: Any) -> list[dict[str, Any]]:
     """Runs a statement made from `scoped(...)` for the key's organization."""
     return await read.rows(conn, {**params, ORG_PARAM: key.org_id})

@@ -1,4 +1,8 @@
-"""One error shape for every endpoint: {detail, code}, plus errors[] for validation."""
+"""One error shape for every endpoint: {detail, code}, plus errors[] for validation.
+
+The named errors (`NotFound`, `Conflict`, `Forbidden`) are `ApiError`s with their status and
+code decided once; the handlers installed by `install_error_handlers` answer them all alike.
+"""
 
 from __future__ import annotations
 
@@ -39,6 +43,30 @@ class ApiError(Exception):
         self.code = code
         self.detail = detail
         self.errors = errors
+
+
+INVALID_TRANSITION = "INVALID_TRANSITION"
+
+
+class NotFound(ApiError):
+    """404: no such thing here (one of another organization reads exactly like an unknown one)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(404, "NOT_FOUND", f"No such {what}")
+
+
+class Conflict(ApiError):
+    """409: the request does not fit the record's current state."""
+
+    def __init__(self, detail: str, code: str = INVALID_TRANSITION) -> None:
+        super().__init__(409, code, detail)
+
+
+class Forbidden(ApiError):
+    """403: signed in, but not allowed to do this."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(403, "FORBIDDEN", detail)
 
 
 def invalid(field: str, message: str) -> ApiError:

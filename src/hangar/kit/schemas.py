@@ -1,0 +1,30 @@
+"""The base of the public API's resource schemas, and what is true of all of them.
+
+Resources stay open (extra keys allowed), as the spec's versioning asks; the error bodies are
+the one error shape of every endpoint. The resource schemas themselves live with the public
+API (hangar/external/schemas.py): they name the features' enums, which the kit may not import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(Open):
+    detail: str
+    code: str
+
+
+class ValidationErrorBody(ErrorBody):
+    errors: list[dict[str, Any]]
+
+
+def field_names(model: type[BaseModel]) -> tuple[str, ...]:
+    """A schema's fields in order: the names a query selects, the keys a payload carries."""
+    return tuple(model.model_fields)
