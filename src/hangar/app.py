@@ -15,6 +15,7 @@ from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
+from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
 from hangar.fleet import routes as fleet_routes
 from hangar.http_limits import BodyLimit
 from hangar.kit.errors import install_error_handlers
@@ -82,7 +83,7 @@ def create_app(
 
     openapi_body: list[bytes] = []
 
-    @app.get(f"{external.PREFIX}/openapi.json", include_in_schema=False)
+    @app.get(f"{EXTERNAL_PREFIX}/openapi.json", include_in_schema=False)
     async def openapi(_: Request) -> Response:
         if not openapi_body:
             openapi_body.append(dumps(build_openapi(app)))

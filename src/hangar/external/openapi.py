@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from hangar.auth.keys import SCOPES
-from hangar.external.routes import PREFIX
+from hangar.external.paths import PREFIX
 
 API_VERSION = "1.1.0"
 

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection, read_connection
 from hangar.external import calendar, cursor
+from hangar.external.paths import PREFIX
 from hangar.external.schemas import (
     Aircraft,
     MaintenanceLog,
@@ -35,8 +36,6 @@ from hangar.maintenance import queries as maintenance_queries
 from hangar.orgs import queries as member_queries
 from hangar.reservations import queries as reservation_queries
 from hangar.squawks import queries as squawk_queries
-
-PREFIX = "/api/v1/external"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing, malformed, unknown, revoked or expired key"},

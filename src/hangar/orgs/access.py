@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import Depends, Request
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import sessions
 from hangar.ids import parse_id
@@ -69,27 +70,26 @@ async def csrf_if_signed_in(request: Request) -> None:
         _check_csrf(request, signed_in)
 
 
-async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
-    services = services_of(request)
-    org_id = parse_id(str(request.path_params.get("org_id", "")))
-    if org_id is None:
-        raise ApiError(404, "NOT_FOUND", "Not found")
-    async with services.engine.connect() as conn:
-        role = (
-            await conn.execute(
-                select(Role.name)
-                .select_from(Membership)
-                .outerjoin(Role, Role.id == Membership.role_id)
-                .where(
-                    Membership.org_id == org_id,
-                    Membership.user_id == signed_in.user_id,
-                    Membership.deleted_at.is_(None),
-                    Membership.status == "active",
-                )
+async def actor_in(
+    conn: AsyncConnection, signed_in: sessions.SignedIn, org_id: uuid.UUID
+) -> Actor | None:
+    """The signed-in user as an active member of `org_id`, or None: the one membership
+    decision, for the JSON API (a 404) and the screens (their 404 page) alike."""
+    role = (
+        await conn.execute(
+            select(Role.name)
+            .select_from(Membership)
+            .outerjoin(Role, Role.id == Membership.role_id)
+            .where(
+                Membership.org_id == org_id,
+                Membership.user_id == signed_in.user_id,
+                Membership.deleted_at.is_(None),
+                Membership.status == "active",
             )
-        ).first()
+        )
+    ).first()
     if role is None:
-        raise ApiError(404, "NOT_FOUND", "Not found")
+        return None
     return Actor(
         user_id=signed_in.user_id,
         org_id=org_id,
@@ -97,6 +97,23 @@ async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
         capabilities=frozenset(capabilities_of(role.name)),
         session=signed_in,
     )
+
+
+def may(actor: Actor, *required: str) -> bool:
+    """The one capability decision: any one of `required` suffices; none required, any member."""
+    return not required or any(actor.can(c) for c in required)
+
+
+async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
+    services = services_of(request)
+    org_id = parse_id(str(request.path_params.get("org_id", "")))
+    if org_id is None:
+        raise ApiError(404, "NOT_FOUND", "Not found")
+    async with services.engine.connect() as conn:
+        actor = await actor_in(conn, signed_in, org_id)
+    if actor is None:
+        raise ApiError(404, "NOT_FOUND", "Not found")
+    return actor
 
 
 def acting(*required: str) -> Any:
@@ -110,7 +127,7 @@ def acting(*required: str) -> Any:
         request: Request, signed_in: sessions.SignedIn = Depends(current_session)
     ) -> Actor:
         actor = await _actor(request, signed_in)
-        if required and not any(actor.can(c) for c in required):
+        if not may(actor, *required):
             raise Forbidden(f"This needs the capability {' or '.join(required)}")
         return actor
 

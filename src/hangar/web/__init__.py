@@ -1,7 +1,7 @@
 """The HTML side of hangar: Org Settings screens and the public integrator pages.
 
-Screens call the same command functions as the JSON management API (auth.key_management,
-webhooks.subscriptions, webhooks.routes.fire_test); nothing here validates or scopes on its own.
+Screens call the same services as the JSON management API (auth.key_service,
+webhooks.service); nothing here validates or scopes on its own.
 """
 
 from __future__ import annotations

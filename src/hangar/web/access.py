@@ -1,8 +1,8 @@
 """Who is looking at a settings page, and whether they may: sessions, org scoping, CSRF.
 
-The same rules as orgs/access.py for the JSON API, presented as pages: no session is a
-redirect to /login; an organization the user is not a member of is 404 (its existence is
-not revealed); a member without org.settings gets a refusal page (403). The CSRF token
+The same decision as the JSON API's (orgs/access.py actor_in and may), presented as pages:
+no session is a redirect to /login; an organization the user is not a member of is 404 (its
+existence is not revealed); a member without org.settings gets a refusal page (403). The CSRF token
 travels as a hidden form field instead of a header and is compared in constant time.
 """
 
@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, Response
 from hangar.auth import sessions
 from hangar.ids import parse_id
 from hangar.kit.routing import services_of
+from hangar.orgs.access import actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render
 
@@ -82,17 +83,21 @@ async def viewer_of(request: Request) -> Viewer:
 
 
 async def admin_of(request: Request, org_id_text: str) -> Admin:
+    """The JSON API's decision (orgs.access.actor_in and may), presented as pages."""
     viewer = await viewer_of(request)
     org_id = parse_id(org_id_text)
-    membership = next(
-        (m for m in viewer.memberships if org_id is not None and m["org_id"] == str(org_id)),
-        None,
-    )
-    if org_id is None or membership is None:
+    actor = None
+    if org_id is not None:
+        async with services_of(request).engine.connect() as conn:
+            actor = await actor_in(conn, viewer.session, org_id)
+    # The name is the page's heading; a membership gone since the viewer's list was read is
+    # as unknown as any other.
+    org_name = next((m["org_name"] for m in viewer.memberships if m["org_id"] == str(org_id)), None)
+    if org_id is None or actor is None or org_name is None:
         raise PageExit(error_page(request, 404, "Not found", "There is no such page."))
-    if ORG_SETTINGS not in membership["capabilities"]:
+    if not may(actor, ORG_SETTINGS):
         raise PageExit(refusal(request, viewer))
-    return Admin(viewer, org_id, membership["org_name"])
+    return Admin(viewer, org_id, org_name)
 
 
 def refusal(request: Request, viewer: Viewer) -> HTMLResponse:

@@ -17,11 +17,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.auth.invitation_routes import choose_password
-from hangar.auth.session_routes import set_session_cookie
+from hangar.auth.session_service import set_session_cookie
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import services_of
-from hangar.orgs import invitations
+from hangar.orgs import invitation_service, invitations
 from hangar.web.access import DoubleSubmit, checked_form, text
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
@@ -129,7 +128,7 @@ async def choose_password_form(request: Request, token: str) -> Response:
         return _password_form(request, found, token, status=422, error=error)
     services = services_of(request)
     try:
-        cookie, _ = await choose_password(services, token, password)
+        cookie, _ = await invitation_service.choose_password(services, token, password)
     except invitations.EmailTaken as taken:
         # Another organization's link made the account a moment ago: sign in and accept.
         return _accept_page(request, found, token, signed_in, status=409, error=taken.detail)
@@ -147,10 +146,8 @@ async def accept_form(request: Request, token: str) -> Response:
     if signed_in is None:
         return redirect(f"/login?next=/invitations/{token}")
     await checked_form(request, signed_in.csrf_token)
-    services = services_of(request)
     try:
-        async with services.engine.begin() as conn:
-            await invitations.accept(conn, token, signed_in.user_id, services.clock.now())
+        await invitation_service.accept(services_of(request), token, signed_in.user_id)
     except ApiError as refused:
         if refused.status != 404:  # a member already: the error page says so
             raise

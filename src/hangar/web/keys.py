@@ -12,11 +12,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.auth import key_management
-from hangar.auth import key_routes as actions
-from hangar.auth.key_routes import NewKey, Rotation
+from hangar.auth import key_management, key_service
+from hangar.auth.key_service import NewKey, Rotation
 from hangar.auth.keys import SCOPES
-from hangar.external.routes import PREFIX
+from hangar.external.paths import FEED_PATH
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import path_id, services_of
 from hangar.web.access import Admin, admin_of, checked_form, text, texts
@@ -38,7 +37,7 @@ def feed_url(request: Request, key: str, scopes: list[str]) -> str | None:
     if FEED_SCOPE not in scopes:
         return None
     base = services_of(request).settings.public_url.rstrip("/")
-    return f"{base}{PREFIX}/reservations.ics?token={key}"
+    return f"{base}{FEED_PATH}?token={key}"
 
 
 def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: Any) -> Response:
@@ -58,9 +57,7 @@ def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: 
 @router.get("")
 async def list_keys(request: Request, org_id: str) -> Response:
     admin = await admin_of(request, org_id)
-    services = services_of(request)
-    async with services.engine.connect() as conn:
-        keys = await key_management.list_keys(conn, admin.org_id, services.clock.now())
+    keys = await key_service.list_keys(services_of(request), admin.org_id)
     return render(
         request,
         "keys.html",
@@ -110,7 +107,7 @@ async def create_key(request: Request, org_id: str) -> Response:
     if body is None:
         return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
     try:
-        created = await actions.create(services_of(request), admin.org_id, admin.user_id, body)
+        created = await key_service.create(services_of(request), admin.org_id, admin.user_id, body)
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -120,11 +117,8 @@ async def create_key(request: Request, org_id: str) -> Response:
 
 
 async def _one(request: Request, admin: Admin, key_id: str) -> dict[str, Any]:
-    services = services_of(request)
-    async with services.engine.connect() as conn:
-        return await key_management.get_key(
-            conn, admin.org_id, path_id(key_id, key_management.API_KEY), services.clock.now()
-        )
+    key = path_id(key_id, key_management.API_KEY)
+    return await key_service.get(services_of(request), admin.org_id, key)
 
 
 def _rotate_form(
@@ -170,7 +164,7 @@ async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
         key = await _one(request, admin, key_id)
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
-    rotated = await actions.rotate(
+    rotated = await key_service.rotate(
         services_of(request),
         admin.org_id,
         admin.user_id,
@@ -191,7 +185,7 @@ async def revoke_form(request: Request, org_id: str, key_id: str) -> Response:
 async def revoke_key(request: Request, org_id: str, key_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.revoke(
+    await key_service.revoke(
         services_of(request), admin.org_id, path_id(key_id, key_management.API_KEY)
     )
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.auth.session_routes import set_session_cookie, sign_in_or_refuse
+from hangar.auth.session_service import set_session_cookie, sign_in_or_refuse, sign_out
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import services_of
 from hangar.web.access import DoubleSubmit, checked_form, text, viewer_of
@@ -95,9 +95,7 @@ async def logout(request: Request) -> Response:
     except PageExit:
         return redirect("/login")
     form = await checked_form(request, viewer.session.csrf_token)
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        await sessions.sign_out(conn, viewer.session.session_id)
+    await sign_out(services_of(request), viewer.session.session_id)
     # Signing out to sign in as someone else (an invitation page offers it) comes back there.
     target = _next(text(form, "next"))
     response = redirect("/login" if target == "/settings" else f"/login?next={quote(target)}")

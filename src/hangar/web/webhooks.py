@@ -1,6 +1,6 @@
 """/settings/{org_id}/webhooks: subscriptions, Enable, Test and the delivery log.
 
-Validation is the management API's own: its request models (webhooks.routes) and then the
+Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
 concern. The secret exists in plain text only in the response to the creating POST.
 """
@@ -18,10 +18,10 @@ from hangar.web.access import Admin, admin_of, checked_form, text, texts
 from hangar.web.events import EVENTS
 from hangar.web.forms import field_error, parse
 from hangar.web.pages import PageRoute, redirect, render
-from hangar.webhooks import routes as actions
+from hangar.webhooks import service
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
-from hangar.webhooks.routes import NewSubscription, SubscriptionEdit
+from hangar.webhooks.service import NewSubscription, SubscriptionEdit
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 
@@ -53,8 +53,7 @@ def _page(admin: Admin, **context: Any) -> dict[str, Any]:
 @router.get("")
 async def list_subscriptions(request: Request, org_id: str) -> Response:
     admin = await admin_of(request, org_id)
-    async with services_of(request).engine.connect() as conn:
-        found = await subs.list_subscriptions(conn, admin.org_id)
+    found = await service.list_all(services_of(request), admin.org_id)
     return render(
         request,
         "webhooks.html",
@@ -105,7 +104,7 @@ async def create(request: Request, org_id: str) -> Response:
     if body is None:
         return _form(request, admin, status=422, values=values, errors=errors)
     try:
-        created = await actions.create(services_of(request), admin.org_id, body)
+        created = await service.create(services_of(request), admin.org_id, body)
     except ApiError as exc:
         if exc.status != 422:
             raise
@@ -115,8 +114,7 @@ async def create(request: Request, org_id: str) -> Response:
 
 
 async def _one(request: Request, admin: Admin, sub_id: str) -> dict[str, Any]:
-    async with services_of(request).engine.connect() as conn:
-        return await subs.get_subscription(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+    return await service.get(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
 
 
 @router.get("/{sub_id}/edit")
@@ -134,7 +132,7 @@ async def edit(request: Request, org_id: str, sub_id: str) -> Response:
     if body is None:
         return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
     try:
-        await actions.edit(
+        await service.edit(
             services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), body
         )
     except ApiError as exc:
@@ -156,7 +154,7 @@ async def delete_form(request: Request, org_id: str, sub_id: str) -> Response:
 async def delete(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.delete(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+    await service.delete(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
@@ -164,7 +162,7 @@ async def delete(request: Request, org_id: str, sub_id: str) -> Response:
 async def enable(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
-    await actions.enable(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+    await service.enable(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
@@ -173,7 +171,7 @@ async def test(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     await checked_form(request, admin.csrf_token)
     target = path_id(sub_id, subs.SUBSCRIPTION)
-    await actions.fire_test(services_of(request), admin.org_id, target)
+    await service.fire_test(services_of(request), admin.org_id, target)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
 
@@ -181,9 +179,9 @@ async def test(request: Request, org_id: str, sub_id: str) -> Response:
 async def deliveries(request: Request, org_id: str, sub_id: str) -> Response:
     admin = await admin_of(request, org_id)
     target = path_id(sub_id, subs.SUBSCRIPTION)
-    async with services_of(request).engine.connect() as conn:
-        sub = await subs.get_subscription(conn, admin.org_id, target)
-        found = await subs.recent_deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)
+    sub, found = await service.with_deliveries(
+        services_of(request), admin.org_id, target, DELIVERIES_SHOWN
+    )
     return render(
         request,
         "deliveries.html",
