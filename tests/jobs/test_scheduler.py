@@ -27,8 +27,8 @@ from hangar.ids import new_id
 from hangar.jobs import scheduler
 from hangar.jobs.models import JobTick
 from hangar.webhooks import outbox
-from tests.factories import T0, Org
-from tests.support import FakeClock
+from tests.fixtures.factories import T0, Org
+from tests.fixtures.fakes import FakeClock
 
 # Minutes of this module's own, far from the FakeClock's start (2026-05-04 10:00:30).
 MINUTE = datetime(2026, 5, 4, 13, 7, 0, tzinfo=UTC)
