@@ -513,7 +513,7 @@ async def worker_memory(
 
 
 async def _worker_main(ca_file: str) -> None:
-    """`hangar worker` (hangar.cli.worker), with the sender reaching the loopback receiver
+    """`hangar worker` (hangar.cli.worker.worker), with the sender reaching the loopback receiver
     through the injected resolver and address rule."""
     from hangar.config import load_settings
 

@@ -1,7 +1,7 @@
 """Bounded cost per client (the security issue's findings 3 to 5), against a real server.
 
 Each attack of the issue is sent, at a smaller but conclusive scale, to a real `hangar serve`
-on SQLite (tests/fixtures/serve_bounded.py runs hangar.cli.run_server as production does,
+on SQLite (tests/fixtures/serve_bounded.py runs hangar.cli.serve.run_server as production does,
 with the timeouts shortened to about a second), while a well-behaved client on a keep-alive
 connection of its own alternates GET /api/health and a keyed GET /api/v1/external/aircraft.
 
