@@ -9,11 +9,11 @@ import time
 import pytest
 from sqlalchemy import event, text
 
+from hangar.process import Worker
 from hangar.services import Services
 from hangar.webhooks import worker as worker_module
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.sender import Sender
-from hangar.webhooks.worker import Worker
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

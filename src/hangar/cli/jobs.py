@@ -10,18 +10,14 @@ import typer
 from hangar.cli.common import emit, fail, migrated_settings
 from hangar.clock import SystemClock
 from hangar.db.engine import make_engine
+from hangar.process import JOBS
 
 jobs_app = typer.Typer(no_args_is_help=True, help="Scheduled jobs, run once by hand.")
-
-
-JOBS = ("mel-expiry",)
 
 
 @jobs_app.command("run")
 def jobs_run(job: Annotated[str, typer.Argument(help=f"One of {', '.join(JOBS)}")]) -> None:
     """Run a scheduled job once, now."""
-    from hangar.fleet.mel_expiry import expire_mel_items
-
     if job not in JOBS:
         fail(f"unknown job {job!r}; jobs: {', '.join(JOBS)}")
     current = migrated_settings()
@@ -29,7 +25,7 @@ def jobs_run(job: Annotated[str, typer.Argument(help=f"One of {', '.join(JOBS)}"
     async def main() -> int:
         engine = make_engine(current.database_url, pool_size=1)
         try:
-            return await expire_mel_items(engine, SystemClock().now())
+            return await JOBS[job](engine, SystemClock().now())
         finally:
             await engine.dispose()
 

@@ -11,8 +11,8 @@ def worker() -> None:
     """Run only the webhook dispatcher and the scheduler (any number, against PostgreSQL)."""
     import logging
 
+    from hangar.process import Worker
     from hangar.services import build_services
-    from hangar.webhooks.worker import Worker
 
     current = migrated_settings()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
