@@ -120,7 +120,7 @@ def main() -> None:
             proxy_headers=False,
         )
         return
-    # Exactly as hangar.cli.run_server does.
+    # Exactly as hangar.cli.serve.run_server does.
     uvicorn.run(
         app,
         host=args.host,

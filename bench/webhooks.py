@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.config import Settings
 from hangar.ids import new_id
 from hangar.orgs.commands import create_org
+from hangar.process import Worker
 from hangar.services import Services, build_services
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.outbox import pending_delivery, record, serialize
@@ -39,7 +40,6 @@ from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
 from hangar.webhooks.url_policy import IPAddress
-from hangar.webhooks.worker import Worker
 
 HOST = "receiver.example.com"  # resolved by the injected resolver only
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -513,7 +513,7 @@ async def worker_memory(
 
 
 async def _worker_main(ca_file: str) -> None:
-    """`hangar worker` (hangar.cli.worker), with the sender reaching the loopback receiver
+    """`hangar worker` (hangar.cli.worker.worker), with the sender reaching the loopback receiver
     through the injected resolver and address rule."""
     from hangar.config import load_settings
 

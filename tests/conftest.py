@@ -3,7 +3,6 @@ is set), one app per test with its own clock, and organizations that never share
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,12 +20,10 @@ from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
 from hangar.services import Services
-from tests.factories import Org, make_org
-from tests.support import FakeClock, FakeResolver
-
-PG_URL = os.environ.get("HANGAR_TEST_DATABASE_URL")
-REDIS_URL = os.environ.get("HANGAR_TEST_REDIS_URL")
-SECRET = "test-secret-key-" + "x" * 32
+from tests.fixtures.clients import signed_in_client
+from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
+from tests.fixtures.factories import Org, make_org
+from tests.fixtures.fakes import FakeClock, FakeResolver
 
 
 async def _admin(url: str, sql: str) -> None:
@@ -165,22 +162,6 @@ def repo_root() -> Path:
 
 
 # Signed-in clients: sessions of a given role in a given organization.
-
-PASSWORD = "correct horse battery"
-
-
-async def signed_in_client(
-    services: Services, org: Org, role: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    """A client signed in as a new `role` of `org`, sending its CSRF header on every call."""
-    email = f"{role}-{uuid.uuid4().hex[:12]}@example.org"
-    await org.member(role, email=email, password=PASSWORD)
-    transport = httpx.ASGITransport(app=create_app(services), raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="https://hangar.example") as c:
-        response = await c.post("/api/session", json={"email": email, "password": PASSWORD})
-        assert response.status_code == 200, response.text
-        c.headers["X-CSRF-Token"] = response.json()["csrf_token"]
-        yield c
 
 
 @pytest.fixture

@@ -22,11 +22,11 @@ from hangar.kit.errors import install_error_handlers
 from hangar.kit.responses import dumps
 from hangar.maintenance import routes as maintenance_routes
 from hangar.orgs import routes as member_routes
+from hangar.process import Worker
 from hangar.reservations import routes as reservation_routes
 from hangar.services import Services, build_services
 from hangar.squawks import routes as squawk_routes
 from hangar.webhooks import routes as webhook_routes
-from hangar.webhooks.worker import Worker
 
 
 def create_app(

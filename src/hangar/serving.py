@@ -1,6 +1,6 @@
 """How hangar serves HTTP: uvicorn's options, and the protocol that bounds each client.
 
-`hangar serve` (`hangar.cli.run_server`) and the benchmarks' servers (`bench/server.py`) both
+`hangar serve` (`hangar.cli.serve.run_server`) and the benchmarks' servers (`bench/server.py`) both
 run uvicorn with `uvicorn_options()`, so the benchmarks measure what production runs.
 
 The protocol is uvicorn's own httptools protocol (httptools, llhttp underneath, still parses

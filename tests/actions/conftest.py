@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from hangar.services import Services
-from tests.conftest import signed_in_client
-from tests.factories import Org
+from tests.fixtures.clients import signed_in_client
+from tests.fixtures.factories import Org
 
 
 @pytest.fixture

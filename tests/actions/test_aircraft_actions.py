@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
-from tests.actions.support import names, public, public_one, url
-from tests.factories import Org
+from tests.fixtures.actions import names, public, public_one, url
+from tests.fixtures.factories import Org
 
 NEW = {"tail_number": "n737sp", "aircraft_type": "Cessna 172S"}
 

@@ -15,9 +15,9 @@ from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import EVENT_NAMES
-from tests.actions.support import raw_events, url, user_id, utc
-from tests.factories import T0, Org
-from tests.support import FakeClock
+from tests.fixtures.actions import raw_events, url, user_id, utc
+from tests.fixtures.factories import T0, Org
+from tests.fixtures.fakes import FakeClock
 
 ID, OPT_ID, TS, DATE, STR, BOOL, NUM = "id", "id?", "ts", "date", "str", "bool", "num"
 PEOPLE = {"id": ID, "aircraft_id": OPT_ID, "pilot_id": OPT_ID, "instructor_id": OPT_ID}

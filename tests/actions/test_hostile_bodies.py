@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
-from tests.actions.support import url
-from tests.factories import Org
+from tests.fixtures.actions import url
+from tests.fixtures.factories import Org
 
 NUL = "bad\u0000value"
 

@@ -10,8 +10,8 @@ import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.maintenance.models import WorkOrder
-from tests.actions.support import names, public_one, url
-from tests.factories import Org
+from tests.fixtures.actions import names, public_one, url
+from tests.fixtures.factories import Org
 
 
 async def plane(org: Org) -> str:

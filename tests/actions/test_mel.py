@@ -19,10 +19,10 @@ from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.webhooks import outbox
-from tests.actions.support import events, names, public_one, url
-from tests.conftest import SECRET
-from tests.factories import T0, Org
-from tests.support import FakeClock
+from tests.fixtures.actions import events, names, public_one, url
+from tests.fixtures.environment import SECRET
+from tests.fixtures.factories import T0, Org
+from tests.fixtures.fakes import FakeClock
 
 TODAY = date(2026, 5, 4)  # the FakeClock's day
 

@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from hangar.orgs.models import Invitation
 from hangar.services import Services
-from tests.actions.support import public, url, user_id
-from tests.conftest import PASSWORD
-from tests.factories import Org, aircraft
-from tests.invites import (
+from tests.fixtures.actions import public, url, user_id
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import Org, aircraft
+from tests.fixtures.invites import (
     UserRow,
     account_id,
     browser,

@@ -15,9 +15,9 @@ from hangar.ids import new_id
 from hangar.orgs.access import Actor
 from hangar.orgs.capabilities import capabilities_of
 from hangar.webhooks import outbox
-from tests.actions.support import deliveries, names, public, public_one, subscribe, url
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.actions import deliveries, names, public, public_one, subscribe, url
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 SLOT = {
     "activity_type": "solo",

@@ -10,8 +10,8 @@ import pytest
 from hangar.fleet.models import Aircraft
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
-from tests.actions.support import names, public_one, url, user_id
-from tests.factories import Org
+from tests.fixtures.actions import names, public_one, url, user_id
+from tests.fixtures.factories import Org
 
 SLOT = {
     "activity_type": "solo",

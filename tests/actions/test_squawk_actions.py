@@ -9,8 +9,8 @@ import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
-from tests.actions.support import names, public_one, url
-from tests.factories import Org
+from tests.fixtures.actions import names, public_one, url
+from tests.fixtures.factories import Org
 
 
 async def report(client: httpx.AsyncClient, org: Org, **body: Any) -> httpx.Response:

@@ -11,8 +11,8 @@ from sqlalchemy import select, update
 from hangar.auth.key_management import rotate_key
 from hangar.auth.keys import SCOPES, generate_key, hash_key
 from hangar.auth.models import ApiKey
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 AIRCRAFT = "/api/v1/external/aircraft"
 FEED = "/api/v1/external/reservations.ics"

@@ -16,8 +16,8 @@ from hangar.auth.keys import generate_key, hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.kit.errors import ApiError
 from hangar.services import Services
-from tests.factories import T0, Org
-from tests.support import FakeClock
+from tests.fixtures.factories import T0, Org
+from tests.fixtures.fakes import FakeClock
 
 AIRCRAFT = "/api/v1/external/aircraft"
 KEY_FORMAT = re.compile(r"svc_pk_[A-Za-z0-9_-]{43}")

@@ -22,8 +22,8 @@ from hangar.auth.ratelimit import (
     RateLimiter,
     RedisRateLimiter,
 )
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 REDIS_URL = os.environ.get("HANGAR_TEST_REDIS_URL")
 AIRCRAFT = "/api/v1/external/aircraft"

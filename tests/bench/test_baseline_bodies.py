@@ -15,7 +15,7 @@ from bench.server import RoomyLimiter
 from hangar.config import sqlite_path
 from hangar.reservations.models import Reservation
 from hangar.services import Services
-from tests.factories import T0, Org, aircraft
+from tests.fixtures.factories import T0, Org, aircraft
 
 API = "/api/v1/external"
 

@@ -44,10 +44,10 @@ from hangar.reservations.models import Reservation
 from hangar.services import Services
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Event
-from tests.conftest import SECRET
-from tests.factories import T0, make_org
-from tests.invites import UserRow, user_row
-from tests.support import FakeClock
+from tests.fixtures.environment import SECRET
+from tests.fixtures.factories import T0, make_org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.invites import UserRow, user_row
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 KEY_RE = re.compile(r"^svc_pk_[A-Za-z0-9_-]{43}$")

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
-from tests.factories import T0, Org, write_rows
+from tests.fixtures.factories import T0, Org, write_rows
 
 URL = "/api/v1/external/aircraft"
 FIELDS = {

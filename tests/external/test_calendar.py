@@ -31,8 +31,8 @@ from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.reservations.models import Reservation
 from hangar.services import Services
-from tests.factories import T0, Org, write_rows
-from tests.support import FakeClock
+from tests.fixtures.factories import T0, Org, write_rows
+from tests.fixtures.fakes import FakeClock
 
 FEED = "/api/v1/external/reservations.ics"
 PRODID = "-//hangar//External API 1.1.0//EN"

@@ -8,8 +8,8 @@ import pytest
 from hangar.auth.keys import generate_key
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 P = "/api/v1/external"
 GET_PATHS = [

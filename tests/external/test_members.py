@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from hangar.orgs.members import invite_member
 from hangar.orgs.models import Membership, Role
-from tests.factories import T0, Org
+from tests.fixtures.factories import T0, Org
 
 URL = "/api/v1/external/members"
 FIELDS = {"user_id", "role_id", "role_name", "status", "is_discovery", "joined_at"}

@@ -23,7 +23,7 @@ from hangar.external import routes
 from hangar.fleet.models import Aircraft
 from hangar.kit.errors import is_unavailable
 from hangar.squawks.models import Squawk
-from tests.factories import T0, Org
+from tests.fixtures.factories import T0, Org
 
 API = "/api/v1/external"
 

@@ -17,8 +17,8 @@ from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.reservations.models import Reservation
 from hangar.services import Services
-from tests.factories import T0, Org, make_org, write_rows
-from tests.support import FakeClock
+from tests.fixtures.factories import T0, Org, make_org, write_rows
+from tests.fixtures.fakes import FakeClock
 
 URL = "/api/v1/external/reservations"
 # Few distinct start times, one a microsecond off another: many ties and near-ties.

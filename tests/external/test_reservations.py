@@ -13,7 +13,7 @@ import pytest
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.reservations.models import STATUSES, Reservation
-from tests.factories import T0, Org, write_rows
+from tests.fixtures.factories import T0, Org, write_rows
 
 URL = "/api/v1/external/reservations"
 FIELDS = {

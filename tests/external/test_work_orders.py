@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.maintenance.models import WorkOrder
-from tests.factories import T0, Org, write_rows
+from tests.fixtures.factories import T0, Org, write_rows
 
 URL = "/api/v1/external/work-orders"
 FIELDS = {

@@ -23,7 +23,7 @@ from hangar.http_limits import (
     Scope,
     body_cap,
 )
-from tests.factories import Org
+from tests.fixtures.factories import Org
 
 
 @pytest.mark.parametrize(

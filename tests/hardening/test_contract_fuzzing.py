@@ -26,8 +26,8 @@ from schemathesis.specs.openapi.checks import (
 
 from hangar.auth.keys import SCOPES
 from hangar.reservations.models import Reservation
-from tests.factories import Org, aircraft
-from tests.support import FakeClock
+from tests.fixtures.factories import Org, aircraft
+from tests.fixtures.fakes import FakeClock
 
 OPENAPI = "/api/v1/external/openapi.json"
 EXAMPLES = 30

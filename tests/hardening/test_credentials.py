@@ -35,10 +35,10 @@ from hangar.auth.keys import KEY_PREFIX, SCOPES, STORED_PREFIX_LENGTH, hash_key
 from hangar.auth.models import ApiKey
 from hangar.kit.errors import ApiError
 from hangar.services import Services
-from tests.conftest import PASSWORD, PG_URL, REDIS_URL, SECRET
-from tests.factories import Org
-from tests.hardening.conftest import session_for
-from tests.support import FakeClock
+from tests.fixtures.clients import session_for
+from tests.fixtures.environment import PASSWORD, PG_URL, REDIS_URL, SECRET
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 API = "/api/v1/external"
 FEED = f"{API}/reservations.ics"

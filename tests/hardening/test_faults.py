@@ -33,13 +33,13 @@ from hangar.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
-from tests.conftest import PG_URL, REDIS_URL
-from tests.factories import Org, aircraft
-from tests.hardening.conftest import TcpProxy
-from tests.support import FakeClock, FakeResolver
-from tests.webhooks.conftest import HOST, Receiver, loopback_only
-from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
-from tests.webhooks.worker_process import kill_when, worker_process
+from tests.fixtures.environment import PG_URL, REDIS_URL
+from tests.fixtures.factories import Org, aircraft
+from tests.fixtures.fakes import FakeClock, FakeResolver
+from tests.fixtures.network import TcpProxy
+from tests.fixtures.receivers import HOST, Receiver, loopback_only
+from tests.fixtures.webhooks import deliveries, fire, subscribe
+from tests.fixtures.worker_process import kill_when, worker_process
 
 API = "/api/v1/external"
 OPERATIONS = [

@@ -1,7 +1,7 @@
 """Bounded cost per client (the security issue's findings 3 to 5), against a real server.
 
 Each attack of the issue is sent, at a smaller but conclusive scale, to a real `hangar serve`
-on SQLite (tests/hardening/serve_bounded.py runs hangar.cli.run_server as production does,
+on SQLite (tests/fixtures/serve_bounded.py runs hangar.cli.serve.run_server as production does,
 with the timeouts shortened to about a second), while a well-behaved client on a keep-alive
 connection of its own alternates GET /api/health and a keyed GET /api/v1/external/aircraft.
 
@@ -122,7 +122,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str], 
     url = f"sqlite:///{where / 'hangar.db'}"
     env = server_env(url)
     made = subprocess.run(  # noqa: S603
-        [sys.executable, "-m", "tests.hardening.serve_bounded", "prepare", str(KEYS)],
+        [sys.executable, "-m", "tests.fixtures.serve_bounded", "prepare", str(KEYS)],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -144,7 +144,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str], 
 def bounded_server(prepared: tuple[str, list[str], Path], max_concurrency: int) -> Iterator[Server]:
     url, keys, where = prepared
     port = free_port()
-    argv = [sys.executable, "-m", "tests.hardening.serve_bounded", "serve", str(port)]
+    argv = [sys.executable, "-m", "tests.fixtures.serve_bounded", "serve", str(port)]
     argv += [str(HEAD_S), str(BODY_S), str(KEEP_ALIVE_S), str(max_concurrency)]
     with running(argv, server_env(url), port, where / f"server-{port}.log") as server:
         server.keys = keys
@@ -643,7 +643,7 @@ def test_the_access_log_holds_no_key_however_the_query_spells_its_name(
     url, keys, where = prepared
     key = keys[0]
     port = free_port()
-    argv = [sys.executable, "-m", "tests.hardening.serve_bounded", "serve", str(port)]
+    argv = [sys.executable, "-m", "tests.fixtures.serve_bounded", "serve", str(port)]
     argv += [str(HEAD_S), str(BODY_S), str(KEEP_ALIVE_S), "100"]
     env = server_env(url) | {"PYTHONUNBUFFERED": "1"}
     feed = "/api/v1/external/reservations.ics"

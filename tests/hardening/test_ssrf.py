@@ -23,11 +23,11 @@ from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import MAX_ATTEMPTS, RETRY_WAITS, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import Sender
-from tests.factories import Org
-from tests.hardening.conftest import Listener, Tripwire
-from tests.support import FakeClock, FakeResolver
-from tests.webhooks.conftest import HOST, Receiver, loopback_only
-from tests.webhooks.test_dispatcher import subscribe
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock, FakeResolver
+from tests.fixtures.network import Listener, Tripwire
+from tests.fixtures.receivers import HOST, Receiver, loopback_only
+from tests.fixtures.webhooks import subscribe
 
 PARSE = "WEBHOOK_URL_PARSE_FAILED"
 HTTPS = "WEBHOOK_URL_HTTPS_REQUIRED"

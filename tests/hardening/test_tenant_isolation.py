@@ -23,9 +23,9 @@ from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.reservations.models import Reservation
 from hangar.services import Services
 from hangar.squawks.models import Squawk
-from tests.factories import T0, Org, aircraft, make_org
-from tests.hardening.conftest import signed_in_as
-from tests.support import FakeClock
+from tests.fixtures.clients import signed_in_as
+from tests.fixtures.factories import T0, Org, aircraft, make_org
+from tests.fixtures.fakes import FakeClock
 
 API = "/api/v1/external"
 RESERVATION_STATUSES = ["confirmed", "standby", "completed", "cancelled", "no_show", "expired"]

@@ -22,10 +22,11 @@ from typing import Any
 import httpx
 
 from hangar.services import Services
-from tests.actions.support import public
-from tests.conftest import PASSWORD
-from tests.factories import Org, make_org
-from tests.invites import (
+from tests.fixtures.actions import public
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import Org, make_org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.invites import (
     UserRow,
     browser,
     held,
@@ -37,7 +38,6 @@ from tests.invites import (
     token_of,
     user_row,
 )
-from tests.support import FakeClock
 
 B_PASSWORD = "chosen by B's admin"
 # What the admin typed differs between the two requests; nothing else may.

@@ -15,10 +15,11 @@ from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.models import Invitation, Membership
 from hangar.services import Services
-from tests.actions.support import public
-from tests.conftest import PASSWORD
-from tests.factories import Org
-from tests.invites import (
+from tests.fixtures.actions import public
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.invites import (
     Held,
     UserRow,
     account_id,
@@ -31,7 +32,6 @@ from tests.invites import (
     token_of,
     user_row,
 )
-from tests.support import FakeClock
 
 NOT_VALID = {"detail": "This invitation link is not valid or has expired", "code": "NOT_FOUND"}
 

@@ -26,9 +26,10 @@ from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.jobs import scheduler
 from hangar.jobs.models import JobTick
+from hangar.process import JOBS
 from hangar.webhooks import outbox
-from tests.factories import T0, Org
-from tests.support import FakeClock
+from tests.fixtures.factories import T0, Org
+from tests.fixtures.fakes import FakeClock
 
 # Minutes of this module's own, far from the FakeClock's start (2026-05-04 10:00:30).
 MINUTE = datetime(2026, 5, 4, 13, 7, 0, tzinfo=UTC)
@@ -159,9 +160,6 @@ async def test_two_scheduler_loops_started_together_run_the_minute_once(
 ) -> None:
     """run_every_minute, as each worker runs it: the first tick happens at start."""
     name, job = job_name(), Counting()
-    for existing in list(scheduler.JOBS):  # only this test's job, not the real ones
-        monkeypatch.delitem(scheduler.JOBS, existing)
-    monkeypatch.setitem(scheduler.JOBS, name, job)
     clock = FakeClock(MINUTE + timedelta(minutes=50, seconds=5))
     claims: list[tuple[AsyncEngine, bool]] = []
     real_claim = scheduler.claim_tick
@@ -176,7 +174,7 @@ async def test_two_scheduler_loops_started_together_run_the_minute_once(
     async def two_workers() -> None:
         stop = asyncio.Event()
         loops = [
-            asyncio.create_task(scheduler.run_every_minute(e, clock, stop))
+            asyncio.create_task(scheduler.run_every_minute(e, clock, stop, {name: job}))
             for e in (engine, second_engine)
         ]
         try:
@@ -212,7 +210,7 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     other: Org,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert "mel-expiry" in scheduler.JOBS
+    assert "mel-expiry" in JOBS
     now = datetime(2026, 5, 4, 14, 21, 9, tzinfo=UTC)  # this test's own minute
     planes = {}
     items = {}
@@ -245,7 +243,7 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     monkeypatch.setattr(outbox, "record", spy)
 
     ran = await asyncio.gather(
-        scheduler.run_tick(engine, now), scheduler.run_tick(second_engine, now)
+        scheduler.run_tick(engine, now, JOBS), scheduler.run_tick(second_engine, now, JOBS)
     )
 
     assert sorted(ran) == [[], ["mel-expiry"]]
@@ -265,8 +263,8 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     assert (status, active) == ("expired", False)
 
     # Same minute again: not run. Next minute: run, but nothing is left to expire.
-    assert await scheduler.run_tick(second_engine, now + timedelta(seconds=30)) == []
-    assert await scheduler.run_tick(engine, now + timedelta(minutes=1)) == ["mel-expiry"]
+    assert await scheduler.run_tick(second_engine, now + timedelta(seconds=30), JOBS) == []
+    assert await scheduler.run_tick(engine, now + timedelta(minutes=1), JOBS) == ["mel-expiry"]
     assert [e for org_id, e, _ in fired if org_id == org.id] == [
         "mel.expired",
         "aircraft.grounded",

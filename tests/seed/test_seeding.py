@@ -21,7 +21,7 @@ from hangar.seed.binary_copy import HEADER, TRAILER, encode_rows, encoders
 from hangar.seed.bulk import BATCH, writer_for
 from hangar.seed.common import Generated, Row
 from hangar.seed.seeding import Sizes, seed_org
-from tests.factories import T0, make_org
+from tests.fixtures.factories import T0, make_org
 
 
 def _reservations(count: int, seed: int) -> list[Row]:

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from hangar.auth.keys import is_well_formed
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 AIRCRAFT = "/api/v1/external/aircraft"
 VIEW_FIELDS = {

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from hangar.auth.sessions import COOKIE
-from tests.factories import Org
-from tests.support import FakeClock
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
 
 PASSWORD = "correct horse battery"
 

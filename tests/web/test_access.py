@@ -6,10 +6,10 @@ import httpx
 import pytest
 
 from hangar.auth import sessions
-from tests.conftest import PASSWORD
-from tests.factories import Org
-from tests.support import FakeClock
-from tests.web.conftest import csrf_in, sign_in_with_form
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.pages import csrf_in, sign_in_with_form
 
 SETTINGS_PAGES = ["keys", "keys/new", "webhooks", "webhooks/new"]
 

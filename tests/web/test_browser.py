@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.sender import Sender
-from tests.conftest import PASSWORD
-from tests.factories import Org
-from tests.support import FakeResolver
-from tests.web.live import LiveServer
-from tests.webhooks.conftest import HOST, Receiver, https_receiver, loopback_only
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeResolver
+from tests.fixtures.live_server import LiveServer
+from tests.fixtures.receivers import HOST, Receiver, https_receiver, loopback_only
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from hangar.auth.keys import is_well_formed
-from tests.factories import Org
-from tests.support import FakeClock
-from tests.web.conftest import csrf_in, page_csrf
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.pages import csrf_in, page_csrf
 
 AIRCRAFT = "/api/v1/external/aircraft"
 KEY = re.compile(r'value="(svc_pk_[A-Za-z0-9_-]{43})"')

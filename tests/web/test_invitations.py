@@ -17,11 +17,11 @@ from hangar.orgs import invitations
 from hangar.orgs.members import invite_member
 from hangar.orgs.models import Membership
 from hangar.services import Services
-from tests.conftest import PASSWORD
-from tests.factories import T0, Org, make_org
-from tests.invites import browser, invite, org_ids, token_of
-from tests.support import FakeClock
-from tests.web.conftest import csrf_in, sign_in_with_form
+from tests.fixtures.environment import PASSWORD
+from tests.fixtures.factories import T0, Org, make_org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.invites import browser, invite, org_ids, token_of
+from tests.fixtures.pages import csrf_in, sign_in_with_form
 
 GONE = "This invitation link is not valid or has expired"
 

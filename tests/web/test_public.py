@@ -21,8 +21,8 @@ from hangar.web import changelog
 from hangar.web.docs import SNIPPETS
 from hangar.webhooks.catalogue import EVENT_NAMES
 from hangar.webhooks.signing import envelope, signature
-from tests.factories import Org
-from tests.support import START
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import START
 
 PUBLIC = ["/login", "/docs", "/changelog"]
 

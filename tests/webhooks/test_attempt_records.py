@@ -9,15 +9,9 @@ from sqlalchemy import select
 from hangar.services import Services
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
-from tests.factories import Org
-from tests.webhooks.conftest import Receiver
-from tests.webhooks.test_dispatcher import (
-    attempt_errors,
-    deliveries,
-    dispatcher,
-    fire,
-    subscribe,
-)
+from tests.fixtures.factories import Org
+from tests.fixtures.receivers import Receiver
+from tests.fixtures.webhooks import attempt_errors, deliveries, dispatcher, fire, subscribe
 
 
 async def kept_bodies(services: Services, sub_id: object) -> list[str | None]:

@@ -19,10 +19,10 @@ from hangar.services import Services
 from hangar.webhooks import catalogue
 from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import Sender
-from tests.factories import Org
-from tests.support import FakeClock
-from tests.webhooks.conftest import HOST, Receiver
-from tests.webhooks.test_dispatcher import dispatcher, fire, subscribe
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.receivers import HOST, Receiver
+from tests.fixtures.webhooks import dispatcher, fire, subscribe
 
 DELIVERY_KEYS = {"id", "event", "status", "attempts", "created_at", "completed_at"}
 ATTEMPT_KEYS = {"number", "started_at", "duration_ms", "status_code", "error"}

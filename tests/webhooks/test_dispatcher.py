@@ -4,101 +4,32 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
-import uuid
-from datetime import datetime
 
 import orjson
 import pytest
 import trustme
 from gidgethub.sansio import validate_event
-from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import select, update
 
-from hangar.ids import new_id
 from hangar.services import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 from hangar.webhooks.secrets import SecretBox
 from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
-from tests.factories import Org
-from tests.support import FakeClock, FakeResolver
-from tests.webhooks.conftest import HOST, Receiver, loopback_only
-
-SECRET = "ab" * 32
-DATA = {"id": "r1", "aircraft_id": None, "note": "ünïcode", "n": 1.5}
-
-
-async def subscribe(
-    services: Services, org: Org, url: str, events: list[str] | None = None, **values: object
-) -> uuid.UUID:
-    """A subscription row written directly: the save-time check would refuse loopback."""
-    sub_id = new_id()
-    now = services.clock.now()
-    async with services.engine.begin() as conn:
-        await conn.execute(
-            insert(Subscription).values(
-                **{
-                    "id": sub_id,
-                    "org_id": org.id,
-                    "name": "test receiver",
-                    "url": url,
-                    "events": events or ["*"],
-                    "secret_encrypted": services.secret_box.seal(SECRET),
-                    "secret_prefix": SECRET[:8],
-                    "enabled": True,
-                    "consecutive_failures": 0,
-                    "created_at": now,
-                    "updated_at": now,
-                    **values,
-                }
-            )
-        )
-    return sub_id
-
-
-async def fire(services: Services, org: Org, name: str = catalogue.SQUAWK_CREATED) -> None:
-    async with services.engine.begin() as conn:
-        await outbox.record(conn, org.id, [name], DATA, services.clock.now())
-
-
-def dispatcher(services: Services, sender: Sender) -> Dispatcher:
-    return Dispatcher(services.engine, services.clock, sender, services.secret_box)
-
-
-async def deliveries(engine: AsyncEngine, sub_id: uuid.UUID) -> list[tuple[str, int]]:
-    async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(Delivery.status, Delivery.attempts_made)
-            .where(Delivery.subscription_id == sub_id)
-            .order_by(Delivery.created_at, Delivery.id)
-        )
-        return [(r.status, r.attempts_made) for r in rows]
-
-
-async def attempt_errors(engine: AsyncEngine, sub_id: uuid.UUID) -> list[str | None]:
-    async with engine.connect() as conn:
-        rows = await conn.scalars(
-            select(Attempt.error)
-            .join(Delivery, Delivery.id == Attempt.delivery_id)
-            .where(Delivery.subscription_id == sub_id)
-            .order_by(Attempt.started_at, Attempt.number)
-        )
-        return list(rows)
-
-
-async def subscription(engine: AsyncEngine, sub_id: uuid.UUID) -> tuple[bool, int, datetime | None]:
-    async with engine.connect() as conn:
-        row = (
-            await conn.execute(
-                select(
-                    Subscription.enabled,
-                    Subscription.consecutive_failures,
-                    Subscription.disabled_at,
-                ).where(Subscription.id == sub_id)
-            )
-        ).one()
-    return row.enabled, row.consecutive_failures, row.disabled_at
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock, FakeResolver
+from tests.fixtures.receivers import HOST, Receiver, loopback_only
+from tests.fixtures.webhooks import (
+    DATA,
+    SECRET,
+    attempt_errors,
+    deliveries,
+    dispatcher,
+    fire,
+    subscribe,
+    subscription,
+)
 
 
 async def test_a_delivery_is_signed_and_shaped_as_the_spec_says(

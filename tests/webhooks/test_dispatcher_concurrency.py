@@ -9,16 +9,16 @@ import time
 import pytest
 from sqlalchemy import event, text
 
+from hangar.process import Worker
 from hangar.services import Services
 from hangar.webhooks import worker as worker_module
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.sender import Sender
-from hangar.webhooks.worker import Worker
-from tests.conftest import PG_URL
-from tests.factories import Org
-from tests.support import FakeClock
-from tests.webhooks.conftest import Receiver
-from tests.webhooks.test_dispatcher import deliveries, dispatcher, fire, subscribe
+from tests.fixtures.environment import PG_URL
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.receivers import Receiver
+from tests.fixtures.webhooks import deliveries, dispatcher, fire, subscribe
 
 
 async def test_concurrent_claims_never_overlap(

@@ -18,8 +18,8 @@ from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import Sender
-from tests.factories import Org
-from tests.webhooks.test_dispatcher import deliveries, fire, subscribe, subscription
+from tests.fixtures.factories import Org
+from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 
 
 async def claimed(services: Services, sender: Sender, org: Org, events: int) -> list[Claimed]:

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.services import Services
 from hangar.webhooks.models import Delivery, Event, Subscription
-from tests.factories import Org
-from tests.support import FakeClock, FakeResolver
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock, FakeResolver
 
 VIEW_FIELDS = {
     "id",

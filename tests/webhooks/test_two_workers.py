@@ -23,10 +23,10 @@ from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import Sender
-from tests.conftest import PG_URL
-from tests.factories import Org
-from tests.webhooks.conftest import Receiver
-from tests.webhooks.test_dispatcher import DATA, subscribe
+from tests.fixtures.environment import PG_URL
+from tests.fixtures.factories import Org
+from tests.fixtures.receivers import Receiver
+from tests.fixtures.webhooks import DATA, subscribe
 
 pytestmark = pytest.mark.skipif(
     not PG_URL,

@@ -13,11 +13,11 @@ from hangar.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender
-from tests.factories import Org
-from tests.support import FakeClock
-from tests.webhooks.conftest import Receiver
-from tests.webhooks.test_dispatcher import deliveries, fire, subscribe
-from tests.webhooks.worker_process import kill_when, worker_process
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.receivers import Receiver
+from tests.fixtures.webhooks import deliveries, fire, subscribe
+from tests.fixtures.worker_process import kill_when, worker_process
 
 
 async def test_sigkill_mid_attempt_leaves_the_delivery_to_be_retried(

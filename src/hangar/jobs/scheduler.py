@@ -1,7 +1,8 @@
 """Jobs that run each minute in every worker, and exactly once per minute in the cluster.
 
 A tick is claimed by inserting (job, minute) into job_ticks: the primary key lets one
-worker win and the others skip, on SQLite and PostgreSQL alike.
+worker win and the others skip, on SQLite and PostgreSQL alike. Which jobs exist is not
+this module's business: the worker process (hangar.process.JOBS) passes them in.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, insert
@@ -17,13 +18,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.clock import Clock
-from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.models import JobTick
 
 log = logging.getLogger("hangar.scheduler")
 
 Job = Callable[[AsyncEngine, datetime], Awaitable[int]]
-JOBS: dict[str, Job] = {"mel-expiry": expire_mel_items}
 KEEP_TICKS = timedelta(days=1)
 
 
@@ -41,7 +40,7 @@ async def claim_tick(engine: AsyncEngine, job: str, tick: datetime, now: datetim
     return True
 
 
-async def run_tick(engine: AsyncEngine, now: datetime, jobs: dict[str, Job] = JOBS) -> list[str]:
+async def run_tick(engine: AsyncEngine, now: datetime, jobs: Mapping[str, Job]) -> list[str]:
     """Runs every job whose tick for this minute nobody has claimed; returns those it ran."""
     ran = []
     for name, job in jobs.items():
@@ -55,10 +54,12 @@ async def run_tick(engine: AsyncEngine, now: datetime, jobs: dict[str, Job] = JO
     return ran
 
 
-async def run_every_minute(engine: AsyncEngine, clock: Clock, stop: asyncio.Event) -> None:
+async def run_every_minute(
+    engine: AsyncEngine, clock: Clock, stop: asyncio.Event, jobs: Mapping[str, Job]
+) -> None:
     while not stop.is_set():
         try:
-            await run_tick(engine, clock.now())
+            await run_tick(engine, clock.now(), jobs)
         except Exception:
             log.exception("scheduler tick failed")
         now = clock.now()

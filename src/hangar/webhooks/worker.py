@@ -1,7 +1,7 @@
-"""The background half of hangar: the webhook dispatcher and the per-minute scheduler.
+"""The webhook half of the worker process (hangar.process.Worker): the dispatcher, and what
+wakes it.
 
-Runs inside `hangar serve` (unless --no-worker) and alone as `hangar worker`. The dispatcher
-wakes at once on new work: LISTEN/NOTIFY on PostgreSQL (the NOTIFY is sent by the
+The dispatcher wakes at once on new work: LISTEN/NOTIFY on PostgreSQL (the NOTIFY is sent by the
 transaction that recorded the event, and arrives only if it commits); on SQLite, the
 connection that recorded deliveries kicks it when it goes back to the pool, after commit.
 """
@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from typing import Any
 
 import asyncpg
 from sqlalchemy import event
 
-from hangar.jobs.scheduler import run_every_minute
 from hangar.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
@@ -29,7 +27,7 @@ LISTEN_RETRY_MIN = 1.0
 LISTEN_RETRY_MAX = 30.0
 
 
-class Worker:
+class DeliveryWorker:
     def __init__(self, services: Services, sender: Sender | None = None) -> None:
         self._services = services
         self.dispatcher = Dispatcher(
@@ -47,9 +45,6 @@ class Worker:
         self._tasks = [
             asyncio.create_task(self._listen()),
             asyncio.create_task(self.dispatcher.run(self._stop)),
-            asyncio.create_task(
-                run_every_minute(self._services.engine, self._services.clock, self._stop)
-            ),
         ]
 
     async def stop(self) -> None:
@@ -63,16 +58,6 @@ class Worker:
 
     def request_stop(self) -> None:
         self._stop.set()
-
-    async def run_forever(self) -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.request_stop)
-        await self.start()
-        try:
-            await self._stop.wait()
-        finally:
-            await self.stop()
 
     async def _listen(self) -> None:
         engine = self._services.engine

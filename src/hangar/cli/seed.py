@@ -1,8 +1,4 @@
-"""`hangar seed` and `hangar demo`.
-
-The shared helpers of hangar.cli are imported inside the commands: hangar.cli imports this
-module while it is itself being imported.
-"""
+"""`hangar seed` and `hangar demo`: the seed feature's data, through the command line."""
 
 from __future__ import annotations
 
@@ -24,6 +20,8 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from sqlalchemy.exc import DBAPIError
 
+from hangar.cli.common import emit, migrated_settings, parse_org, run_in_transaction
+from hangar.cli.serve import run_server
 from hangar.clock import SystemClock
 from hangar.config import Settings
 from hangar.kit.errors import ApiError
@@ -81,11 +79,9 @@ def seed(
 ) -> None:
     """Add realistic aircraft, members, reservations, squawks and maintenance records to an
     organization, all in one transaction."""
-    from hangar import cli
-
-    org_id = cli.parse_org(org)
+    org_id = parse_org(org)
     sizes = Sizes(aircraft, members, reservations, squawks, maintenance_logs, work_orders)
-    current = cli.migrated_settings()
+    current = migrated_settings()
     with bars() as progress:
 
         async def work(conn: Any) -> dict[str, int]:
@@ -96,16 +92,14 @@ def seed(
             except DBAPIError as exc:
                 raise _one_line(exc) from exc
 
-        counts = cli.run_in_transaction(current, work)
-    cli.emit({"org": str(org_id), **counts})
+        counts = run_in_transaction(current, work)
+    emit({"org": str(org_id), **counts})
 
 
 def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
     """Everything `hangar demo` does before it serves: migrate, create or reuse the demo
     organization, and print how to sign in and call the API."""
-    from hangar import cli
-
-    current = cli.migrated_settings()
+    current = migrated_settings()
     if not os.environ.get("HANGAR_PUBLIC_URL"):
         # Links in the screens (feed URLs, docs) should point where this demo listens.
         current = dataclasses.replace(current, public_url=curl_base(host, port))
@@ -114,7 +108,7 @@ def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
         async def work(conn: Any) -> DemoAccess:
             return await prepare_demo(conn, SystemClock().now(), progress=progress)
 
-        access = cli.run_in_transaction(current, work)
+        access = run_in_transaction(current, work)
     typer.echo(instructions(access, current.public_url, host, port))
     return current, access
 
@@ -125,13 +119,5 @@ def demo(
 ) -> None:
     """Create (once) a demo organization with data, an admin login and a key; print them;
     then serve, as `hangar serve` does."""
-    from hangar import cli
-
     current, _ = set_up_demo(host, port)
-    cli.run_server(current, host, port)
-
-
-def register(app: typer.Typer) -> None:
-    """Adds this feature's commands to the `hangar` command."""
-    app.command()(seed)
-    app.command()(demo)
+    run_server(current, host, port)

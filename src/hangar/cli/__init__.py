@@ -1,0 +1,39 @@
+"""The `hangar` command (interfaces.md §1).
+
+Commands that create something print one JSON object on stdout and exit 0; on error they
+print a one-line reason on stderr and exit non-zero. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from hangar.cli import seed
+from hangar.cli.db import db_app
+from hangar.cli.jobs import jobs_app
+from hangar.cli.keys import key_app
+from hangar.cli.orgs import member_app, org_app, user_app
+from hangar.cli.serve import serve
+from hangar.cli.worker import worker
+
+# The order of registration is the order of `hangar --help`: commands, then groups.
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.command()(serve)
+app.command()(worker)
+app.command()(seed.seed)
+app.command()(seed.demo)
+app.add_typer(db_app, name="db")
+app.add_typer(org_app, name="org")
+app.add_typer(user_app, name="user")
+app.add_typer(member_app, name="member")
+app.add_typer(key_app, name="key")
+app.add_typer(jobs_app, name="jobs")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

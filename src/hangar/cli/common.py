@@ -1,0 +1,81 @@
+"""What every command shares: settings from the environment, the migrated database, one
+transaction per command, JSON on stdout, and one-line failures on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import orjson
+import typer
+
+from hangar.config import ConfigError, Settings, load_settings
+from hangar.db.engine import make_engine
+from hangar.db.migrate import upgrade
+from hangar.kit.errors import ApiError
+from hangar.orgs.commands import org_exists
+from hangar.orgs.models import ROLE_NAMES
+
+T = TypeVar("T")
+
+
+def fail(reason: str) -> NoReturn:
+    typer.echo(f"hangar: {reason}", err=True)
+    raise typer.Exit(1)
+
+
+def emit(obj: dict[str, Any]) -> None:
+    typer.echo(orjson.dumps(obj, default=str, option=orjson.OPT_UTC_Z).decode())
+
+
+def settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def migrated_settings() -> Settings:
+    """Settings for a database at the newest schema (migrating is idempotent and quick)."""
+    current = settings()
+    try:
+        upgrade(current.database_url)
+    except Exception as exc:
+        fail(f"cannot migrate the database: {exc.__class__.__name__}: {exc}".splitlines()[0])
+    return current
+
+
+def run_in_transaction(current: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Runs `work(conn)` in one transaction; an ApiError becomes a one-line failure."""
+
+    async def main() -> T:
+        engine = make_engine(current.database_url, pool_size=1)
+        try:
+            async with engine.begin() as conn:
+                return await work(conn)
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(main())
+    except ApiError as exc:
+        fail(exc.detail)
+
+
+def parse_org(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        fail(f"--org must be an organization id (as printed by `hangar org create`), not {text!r}")
+
+
+async def require_org(conn: Any, org_id: uuid.UUID) -> None:
+    if not await org_exists(conn, org_id):
+        raise ApiError(404, "NOT_FOUND", f"no organization with id {org_id}")
+
+
+def check_role(role: str) -> None:
+    if role not in ROLE_NAMES:
+        fail(f"--role must be one of {', '.join(ROLE_NAMES)}, not {role!r}")

@@ -1,0 +1,125 @@
+"""`hangar org`, `hangar user` and `hangar member`: organizations and the people in them."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+import typer
+
+from hangar.cli.common import (
+    check_role,
+    emit,
+    fail,
+    migrated_settings,
+    parse_org,
+    require_org,
+    run_in_transaction,
+)
+from hangar.clock import SystemClock
+from hangar.orgs import invitations
+from hangar.orgs.bootstrap import bootstrap_member
+from hangar.orgs.commands import create_org
+from hangar.orgs.members import invite_member
+from hangar.orgs.models import ROLE_NAMES
+
+org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
+user_app = typer.Typer(no_args_is_help=True, help="Accounts, for the operator's bootstrap.")
+member_app = typer.Typer(no_args_is_help=True, help="Memberships: inviting people.")
+
+
+@org_app.command("create")
+def org_create(name: Annotated[str, typer.Option(help="The organization's name")]) -> None:
+    """Create an organization with its four built-in roles."""
+    current = migrated_settings()
+
+    async def work(conn: Any) -> uuid.UUID:
+        return await create_org(conn, name, SystemClock().now())
+
+    emit({"id": str(run_in_transaction(current, work)), "name": name.strip()})
+
+
+@user_app.command("create")
+def user_create(
+    org: Annotated[str, typer.Option(help="Organization id")],
+    email: Annotated[str, typer.Option()],
+    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
+    password: Annotated[
+        str | None,
+        typer.Option(help="For a new account only: an existing account's password is its owner's"),
+    ] = None,
+    first_name: Annotated[str, typer.Option("--first-name")] = "",
+    last_name: Annotated[str, typer.Option("--last-name")] = "",
+    phone: Annotated[str | None, typer.Option("--phone")] = None,
+) -> None:
+    """Make someone an active member at once (the operator's bootstrap).
+
+    A new email gets an account with --password. An email that already has an account gets
+    the membership only, and never a new password: --password is refused for it.
+    """
+    org_id = parse_org(org)
+    check_role(role)
+    if password is not None and len(password) < 8:
+        fail("--password must be at least 8 characters")
+    current = migrated_settings()
+
+    async def work(conn: Any) -> dict[str, Any]:
+        await require_org(conn, org_id)
+        made = await bootstrap_member(
+            conn,
+            org_id,
+            email=email,
+            role=role,
+            password=password,
+            now=SystemClock().now(),
+            first_name=first_name,
+            last_name=last_name,
+            phone=phone,
+        )
+        return {
+            "user_id": str(made.user_id),
+            "membership_id": str(made.membership_id),
+            "role": made.role,
+            "account": made.account,
+        }
+
+    emit(run_in_transaction(current, work))
+
+
+@member_app.command("invite")
+def member_invite(
+    org: Annotated[str, typer.Option(help="Organization id")],
+    email: Annotated[str, typer.Option()],
+    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
+    first_name: Annotated[str, typer.Option("--first-name")] = "",
+    last_name: Annotated[str, typer.Option("--last-name")] = "",
+    phone: Annotated[str | None, typer.Option("--phone")] = None,
+) -> None:
+    """Invite someone, as an admin's POST /api/orgs/{org}/members does: a pending membership
+    and a one-time link (printed this once) that the person opens to join."""
+    org_id = parse_org(org)
+    check_role(role)
+    current = migrated_settings()
+
+    async def work(conn: Any) -> dict[str, Any]:
+        await require_org(conn, org_id)
+        invited = await invite_member(
+            conn,
+            org_id,
+            email=email,
+            role=role,
+            now=SystemClock().now(),
+            first_name=first_name,
+            last_name=last_name,
+            phone=phone,
+        )
+        return {
+            "user_id": str(invited.member.user_id),
+            "membership_id": str(invited.member.membership_id),
+            "role": invited.member.role,
+            "status": invited.member.status,
+            "invitation_url": invitations.link(current.public_url, invited.invitation.token),
+            "invitation_expires_at": invited.invitation.expires_at,
+        }
+
+    emit(run_in_transaction(current, work))

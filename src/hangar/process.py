@@ -1,0 +1,59 @@
+"""The background process of hangar: the webhook dispatcher and the per-minute scheduler,
+with the one list of scheduled jobs.
+
+Runs inside `hangar serve` (unless --no-worker) and alone as `hangar worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Mapping
+
+from hangar.fleet.mel_expiry import expire_mel_items
+from hangar.jobs.scheduler import Job, run_every_minute
+from hangar.services import Services
+from hangar.webhooks.sender import Sender
+from hangar.webhooks.worker import DeliveryWorker
+
+# Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by.
+JOBS: Mapping[str, Job] = {"mel-expiry": expire_mel_items}
+
+
+class Worker:
+    def __init__(
+        self, services: Services, sender: Sender | None = None, jobs: Mapping[str, Job] = JOBS
+    ) -> None:
+        self._services = services
+        self._jobs = jobs
+        self.deliveries = DeliveryWorker(services, sender)
+        self.dispatcher = self.deliveries.dispatcher
+        # Set while a LISTEN connection is up (PostgreSQL): for tests and health.
+        self.listening = self.deliveries.listening
+        self._stop = asyncio.Event()
+        self._scheduler: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.deliveries.start()
+        self._scheduler = asyncio.create_task(
+            run_every_minute(self._services.engine, self._services.clock, self._stop, self._jobs)
+        )
+
+    async def stop(self) -> None:
+        self._stop.set()
+        self.deliveries.request_stop()
+        scheduler = [self._scheduler] if self._scheduler is not None else []
+        await asyncio.gather(self.deliveries.stop(), *scheduler, return_exceptions=True)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop)
+        await self.start()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.stop()
