@@ -218,6 +218,16 @@ def _record(
     return {**_membership(org, user, role, **values), **dict.fromkeys(CONTACT, "N"), "email": email}
 
 
+async def _two_orgs_with_a_member_role(conn: Any, roles: dict[uuid.UUID, uuid.UUID]) -> None:
+    """The organizations named by `roles`' keys, each with the `member` role its value names."""
+    await conn.execute(
+        sa.insert(ORGS), [{"id": o, "name": f"Org {o}", "created_at": T} for o in roles]
+    )
+    await conn.execute(
+        sa.insert(ROLES), [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()]
+    )
+
+
 async def test_0006_gives_every_membership_and_invitation_its_email(
     blank_database_url: str,
 ) -> None:
@@ -230,14 +240,7 @@ async def test_0006_gives_every_membership_and_invitation_its_email(
     engine = make_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(ORGS),
-                [{"id": o, "name": f"Org {o}", "created_at": T} for o in (one, two)],
-            )
-            await conn.execute(
-                sa.insert(ROLES),
-                [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()],
-            )
+            await _two_orgs_with_a_member_role(conn, roles)
             await conn.execute(
                 sa.insert(ACCOUNTS),
                 [
@@ -336,14 +339,7 @@ async def test_0006_downgrades_placeholders_to_the_accounts_of_their_emails(
     engine = make_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.execute(
-                sa.insert(ORGS),
-                [{"id": o, "name": f"Org {o}", "created_at": T} for o in (one, two)],
-            )
-            await conn.execute(
-                sa.insert(ROLES),
-                [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()],
-            )
+            await _two_orgs_with_a_member_role(conn, roles)
             await conn.execute(
                 sa.insert(ACCOUNTS),
                 [
