@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.auth import key_service
 from hangar.auth.key_management import API_KEY
 from hangar.auth.key_service import NewKey, Rotation
 from hangar.kit.responses import json_response
-from hangar.kit.routing import path_id, services_of
+from hangar.kit.routing import ServicesDep, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 
@@ -23,21 +23,21 @@ Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 
 
 @router.get("")
-async def list_keys(request: Request, actor: Admin) -> Response:
-    return json_response(await key_service.list_keys(services_of(request), actor.org_id))
+async def list_keys(services: ServicesDep, actor: Admin) -> Response:
+    return json_response(await key_service.list_keys(services, actor.org_id))
 
 
 @router.post("", status_code=201)
-async def create_key(request: Request, actor: Admin, body: NewKey) -> Response:
-    created = await key_service.create(services_of(request), actor.org_id, actor.user_id, body)
+async def create_key(services: ServicesDep, actor: Admin, body: NewKey) -> Response:
+    created = await key_service.create(services, actor.org_id, actor.user_id, body)
     return json_response(created, 201)
 
 
 @router.post("/{key_id}/rotate", status_code=201)
 async def rotate_key(
-    request: Request, actor: Admin, key_id: str, body: Rotation | None = None
+    services: ServicesDep, actor: Admin, key_id: str, body: Rotation | None = None
 ) -> Response:
-    services, grace = services_of(request), body or Rotation()
+    grace = body or Rotation()
     rotated = await key_service.rotate(
         services, actor.org_id, actor.user_id, path_id(key_id, API_KEY), grace
     )
@@ -45,7 +45,5 @@ async def rotate_key(
 
 
 @router.post("/{key_id}/revoke")
-async def revoke_key(request: Request, actor: Admin, key_id: str) -> Response:
-    return json_response(
-        await key_service.revoke(services_of(request), actor.org_id, path_id(key_id, API_KEY))
-    )
+async def revoke_key(services: ServicesDep, actor: Admin, key_id: str) -> Response:
+    return json_response(await key_service.revoke(services, actor.org_id, path_id(key_id, API_KEY)))

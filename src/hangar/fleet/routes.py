@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.fleet import commands
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, no_content, path_id, transact
+from hangar.kit.routing import ORG_PREFIX, Now, Tx, no_content, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import FLEET_MANAGE
 
@@ -19,31 +19,31 @@ FleetManager = Annotated[Actor, acting(FLEET_MANAGE)]
 
 @router.post("/aircraft", status_code=201)
 async def create_aircraft(
-    request: Request, actor: FleetManager, body: commands.NewAircraftBody
+    actor: FleetManager, conn: Tx, now: Now, body: commands.NewAircraftBody
 ) -> Response:
-    return json_response(await transact(request, commands.create_aircraft, actor, body), 201)
+    return json_response(await commands.create_aircraft(conn, actor, body, now), 201)
 
 
 @router.delete("/aircraft/{aircraft_id}", status_code=204)
-async def delete_aircraft(request: Request, actor: FleetManager, aircraft_id: str) -> Response:
-    await transact(request, commands.delete_aircraft, actor, path_id(aircraft_id, "aircraft"))
+async def delete_aircraft(actor: FleetManager, conn: Tx, now: Now, aircraft_id: str) -> Response:
+    await commands.delete_aircraft(conn, actor, path_id(aircraft_id, "aircraft"), now)
     return no_content()
 
 
 @router.post("/aircraft/{aircraft_id}/deactivate")
-async def deactivate(request: Request, actor: FleetManager, aircraft_id: str) -> Response:
+async def deactivate(actor: FleetManager, conn: Tx, now: Now, aircraft_id: str) -> Response:
     target = path_id(aircraft_id, "aircraft")
-    return json_response(await transact(request, commands.deactivate, actor, target))
+    return json_response(await commands.deactivate(conn, actor, target, now))
 
 
 @router.post("/aircraft/{aircraft_id}/reactivate")
-async def reactivate(request: Request, actor: FleetManager, aircraft_id: str) -> Response:
+async def reactivate(actor: FleetManager, conn: Tx, now: Now, aircraft_id: str) -> Response:
     target = path_id(aircraft_id, "aircraft")
-    return json_response(await transact(request, commands.reactivate, actor, target))
+    return json_response(await commands.reactivate(conn, actor, target, now))
 
 
 @router.post("/mel-items", status_code=201)
 async def create_mel_item(
-    request: Request, actor: FleetManager, body: commands.NewMelItemBody
+    actor: FleetManager, conn: Tx, now: Now, body: commands.NewMelItemBody
 ) -> Response:
-    return json_response(await transact(request, commands.create_mel_item, actor, body), 201)
+    return json_response(await commands.create_mel_item(conn, actor, body, now), 201)

@@ -1,19 +1,23 @@
 """The plumbing every route shares, JSON API and screens alike.
 
-Routes stay thin: the services come from `services_of`, the path id from `path_id`, and
-`transact` runs one command in one transaction, with the clock's time.
+Routes stay thin: the services come from `ServicesDep`, the clock's time from `Now`, the path
+id from `path_id`, and a product action's one transaction from `Tx`.
 
 `Services` is the process wiring (hangar/services.py, the top layer): the kit names it for the
-type checker only and never imports it at run time.
+type checker only and never imports it at run time. `ServicesDep` therefore names it as a
+string inside `Annotated`: FastAPI only needs the `Depends` (it never validates a dependency's
+value against its type), so the unresolved name is never evaluated at run time.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.ids import parse_id
@@ -22,7 +26,6 @@ from hangar.kit.errors import NotFound
 if TYPE_CHECKING:
     from hangar.services import Services
 
-T = TypeVar("T")
 # Every route of one organization's product API sits under this prefix.
 ORG_PREFIX = "/api/orgs/{org_id}"
 
@@ -33,19 +36,40 @@ def services_of(request: Request) -> Services:
     return services
 
 
+ServicesDep = Annotated["Services", Depends(services_of)]
+
+
+def now_of(services: ServicesDep) -> datetime:
+    """The services' clock, read once per request."""
+    return services.clock.now()
+
+
+Now = Annotated[datetime, Depends(now_of)]
+
+
+async def transaction(services: ServicesDep) -> AsyncIterator[AsyncConnection]:
+    """The request's one transaction: it commits when the route returns, and rolls back when
+    the route raises. A command's change and its events (the outbox) commit together.
+
+    Declared with `scope="function"` (see `Tx`), so FastAPI closes it when the route function
+    returns and *before* the response is sent: a client that got a 2xx finds the change
+    committed, and a failed commit is answered by the error handlers (503 when the database is
+    unavailable, 500 otherwise), never by the 2xx. (The default scope, "request", would close
+    it only after the response went out.)
+    """
+    async with services.engine.begin() as conn:
+        yield conn
+
+
+Tx = Annotated[AsyncConnection, Depends(transaction, scope="function")]
+
+
 def path_id(text: str, what: str) -> uuid.UUID:
     """An id from the path; one that cannot be ours is as unknown as one of another org."""
     parsed = parse_id(text)
     if parsed is None:
         raise NotFound(what)
     return parsed
-
-
-async def transact(request: Request, command: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """`command(conn, *args, now)` in one transaction: its change and its events commit together."""
-    services = services_of(request)
-    async with services.engine.begin() as conn:
-        return await command(conn, *args, services.clock.now())
 
 
 def no_content() -> Response:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, path_id, transact
+from hangar.kit.routing import ORG_PREFIX, Now, Tx, path_id
 from hangar.maintenance import commands
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import MAINTENANCE_MANAGE
@@ -18,20 +18,20 @@ Mechanic = Annotated[Actor, acting(MAINTENANCE_MANAGE)]
 
 
 @router.post("/maintenance-logs", status_code=201)
-async def create_log(request: Request, actor: Mechanic, body: commands.NewLogBody) -> Response:
-    return json_response(await transact(request, commands.create_log, actor, body), 201)
+async def create_log(actor: Mechanic, conn: Tx, now: Now, body: commands.NewLogBody) -> Response:
+    return json_response(await commands.create_log(conn, actor, body, now), 201)
 
 
 @router.post("/work-orders", status_code=201)
 async def create_work_order(
-    request: Request, actor: Mechanic, body: commands.NewWorkOrderBody
+    actor: Mechanic, conn: Tx, now: Now, body: commands.NewWorkOrderBody
 ) -> Response:
-    return json_response(await transact(request, commands.create_work_order, actor, body), 201)
+    return json_response(await commands.create_work_order(conn, actor, body, now), 201)
 
 
 @router.patch("/work-orders/{work_order_id}")
 async def update_work_order(
-    request: Request, actor: Mechanic, work_order_id: str, body: commands.WorkOrderPatch
+    actor: Mechanic, conn: Tx, now: Now, work_order_id: str, body: commands.WorkOrderPatch
 ) -> Response:
     target = path_id(work_order_id, "work order")
-    return json_response(await transact(request, commands.update_work_order, actor, target, body))
+    return json_response(await commands.update_work_order(conn, actor, target, body, now))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, no_content, path_id, services_of, transact
+from hangar.kit.routing import ORG_PREFIX, Now, ServicesDep, Tx, no_content, path_id
 from hangar.orgs import members
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import MEMBERS_MANAGE
@@ -18,14 +18,16 @@ Manager = Annotated[Actor, acting(MEMBERS_MANAGE)]
 
 
 @router.post("", status_code=201)
-async def create_member(request: Request, actor: Manager, body: members.NewMemberBody) -> Response:
+async def create_member(
+    services: ServicesDep, actor: Manager, conn: Tx, now: Now, body: members.NewMemberBody
+) -> Response:
     """An invitation: a pending membership, and its link, shown this once."""
-    public_url = services_of(request).settings.public_url
-    created = await transact(request, members.create_member, actor, body, public_url)
+    public_url = services.settings.public_url
+    created = await members.create_member(conn, actor, body, public_url, now)
     return json_response(created, 201)
 
 
 @router.delete("/{user_id}", status_code=204)
-async def remove_member(request: Request, actor: Manager, user_id: str) -> Response:
-    await transact(request, members.remove_member, actor, path_id(user_id, "member"))
+async def remove_member(actor: Manager, conn: Tx, now: Now, user_id: str) -> Response:
+    await members.remove_member(conn, actor, path_id(user_id, "member"), now)
     return no_content()

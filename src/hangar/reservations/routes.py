@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, no_content, path_id, transact
+from hangar.kit.routing import ORG_PREFIX, Now, Tx, no_content, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE, RESERVATIONS_OWN
 from hangar.reservations import commands
@@ -25,48 +25,43 @@ def _id(text: str) -> uuid.UUID:
 
 
 @router.post("", status_code=201)
-async def create(request: Request, actor: Pilot, body: commands.NewReservationBody) -> Response:
-    return json_response(await transact(request, commands.create, actor, body), 201)
+async def create(actor: Pilot, conn: Tx, now: Now, body: commands.NewReservationBody) -> Response:
+    return json_response(await commands.create(conn, actor, body, now), 201)
 
 
 @router.delete("/{reservation_id}", status_code=204)
-async def delete(request: Request, actor: Staff, reservation_id: str) -> Response:
-    await transact(request, commands.soft_delete, actor, _id(reservation_id))
+async def delete(actor: Staff, conn: Tx, now: Now, reservation_id: str) -> Response:
+    await commands.soft_delete(conn, actor, _id(reservation_id), now)
     return no_content()
 
 
 @router.post("/{reservation_id}/cancel")
 async def cancel(
-    request: Request, actor: Pilot, reservation_id: str, body: commands.CancelBody
+    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: commands.CancelBody
 ) -> Response:
-    return json_response(await transact(request, commands.cancel, actor, _id(reservation_id), body))
+    return json_response(await commands.cancel(conn, actor, _id(reservation_id), body, now))
 
 
 @router.post("/{reservation_id}/check-in")
 async def check_in(
-    request: Request,
     actor: Pilot,
+    conn: Tx,
+    now: Now,
     reservation_id: str,
     body: commands.CheckInBody | None = None,
 ) -> Response:
-    return json_response(
-        await transact(request, commands.check_in, actor, _id(reservation_id), body)
-    )
+    return json_response(await commands.check_in(conn, actor, _id(reservation_id), body, now))
 
 
 @router.post("/{reservation_id}/checkout")
 async def checkout(
-    request: Request, actor: Pilot, reservation_id: str, body: commands.CheckoutBody
+    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: commands.CheckoutBody
 ) -> Response:
-    return json_response(
-        await transact(request, commands.checkout, actor, _id(reservation_id), body)
-    )
+    return json_response(await commands.checkout(conn, actor, _id(reservation_id), body, now))
 
 
 @router.patch("/{reservation_id}")
 async def set_status(
-    request: Request, actor: Staff, reservation_id: str, body: commands.StatusBody
+    actor: Staff, conn: Tx, now: Now, reservation_id: str, body: commands.StatusBody
 ) -> Response:
-    return json_response(
-        await transact(request, commands.set_status, actor, _id(reservation_id), body)
-    )
+    return json_response(await commands.set_status(conn, actor, _id(reservation_id), body, now))

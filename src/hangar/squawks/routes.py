@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, path_id, transact
+from hangar.kit.routing import ORG_PREFIX, Now, Tx, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import SQUAWKS_MANAGE, SQUAWKS_REPORT
 from hangar.squawks import commands
@@ -19,25 +19,25 @@ Manager = Annotated[Actor, acting(SQUAWKS_MANAGE)]
 
 
 @router.post("", status_code=201)
-async def report(request: Request, actor: Reporter, body: commands.NewSquawkBody) -> Response:
-    return json_response(await transact(request, commands.report, actor, body), 201)
+async def report(actor: Reporter, conn: Tx, now: Now, body: commands.NewSquawkBody) -> Response:
+    return json_response(await commands.report(conn, actor, body, now), 201)
 
 
 @router.patch("/{squawk_id}")
 async def set_status(
-    request: Request, actor: Manager, squawk_id: str, body: commands.StatusBody
+    actor: Manager, conn: Tx, now: Now, squawk_id: str, body: commands.StatusBody
 ) -> Response:
     target = path_id(squawk_id, "squawk")
-    return json_response(await transact(request, commands.set_status, actor, target, body))
+    return json_response(await commands.set_status(conn, actor, target, body, now))
 
 
 @router.post("/{squawk_id}/resolve")
-async def resolve(request: Request, actor: Manager, squawk_id: str) -> Response:
+async def resolve(actor: Manager, conn: Tx, now: Now, squawk_id: str) -> Response:
     target = path_id(squawk_id, "squawk")
-    return json_response(await transact(request, commands.resolve, actor, target))
+    return json_response(await commands.resolve(conn, actor, target, now))
 
 
 @router.post("/{squawk_id}/escalate")
-async def escalate(request: Request, actor: Manager, squawk_id: str) -> Response:
+async def escalate(actor: Manager, conn: Tx, now: Now, squawk_id: str) -> Response:
     target = path_id(squawk_id, "squawk")
-    return json_response(await transact(request, commands.escalate, actor, target))
+    return json_response(await commands.escalate(conn, actor, target, now))
