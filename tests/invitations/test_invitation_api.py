@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
@@ -17,7 +17,7 @@ from hangar.orgs.models import Invitation, Membership
 from hangar.services import Services
 from tests.fixtures.actions import public
 from tests.fixtures.environment import PASSWORD
-from tests.fixtures.factories import Org
+from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.invites import (
     Held,
@@ -461,10 +461,15 @@ async def test_an_invitation_made_on_the_account_itself_is_accepted_in_place(
 
 
 async def test_an_account_without_a_password_takes_the_one_chosen_through_a_link(
-    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+    admin: httpx.AsyncClient, services: Services, org: Org
 ) -> None:
-    # An account made before invitations named emails, whose person never chose a password.
-    frank = await other.member("member", email="frank@example.org")
+    # An account made before invitations named emails, whose person never chose a password,
+    # and which belongs to no organization.
+    frank = await org.member("member", email="frank@example.org")
+    async with org.engine.begin() as conn:  # its one membership was removed long ago
+        await conn.execute(
+            update(Membership).where(Membership.user_id == frank).values(deleted_at=T0)
+        )
     created = await invite(admin, org, "frank@example.org", role="mechanic")
     assert created["user_id"] != str(frank)
 
@@ -473,7 +478,27 @@ async def test_an_account_without_a_password_takes_the_one_chosen_through_a_link
 
         assert response.status_code == 200, response.text
         assert response.json()["user"] == {"id": str(frank), "email": "frank@example.org"}
-        assert org_ids(response.json()) == {str(org.id), str(other.id)}
+        assert org_ids(response.json()) == {str(org.id)}
     assert (await held(org, created)).user_id == frank
     assert await user_row(org.engine, created["user_id"]) is None
     assert await user_row(org.engine, frank) == UserRow("frank@example.org", True)
+
+
+async def test_a_link_never_hands_over_an_account_that_belongs_to_another_organization(
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    # The other organization's member has no password yet (an account made before
+    # invitations named emails). Whoever holds this organization's link must not choose
+    # it: that would give them the account's place in the other organization.
+    email = f"gina-{uuid.uuid4().hex[:8]}@example.org"  # accounts are global: one per test
+    gina = await other.member("admin", email=email)
+    created = await invite(admin, org, email, role="mechanic")
+    token = token_of(created)
+    assert (await client.get(f"/api/invitations/{token}")).json()["needs_password"] is False
+
+    async with browser(services) as holder:
+        refused = await set_password(holder, token, "the admin's choice")
+    assert refused.status_code == 404
+    assert refused.json()["code"] == "NOT_FOUND"
+    assert await user_row(org.engine, gina) == UserRow(email, False)
+    assert (await held(org, created)).status == "pending"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -87,6 +87,9 @@ async def issue(
 class Account:
     id: uuid.UUID
     has_password: bool
+    # A live membership in another organization: such an account is already someone's
+    # there, so no link may hand it to its holder, even while it has no password.
+    belongs_elsewhere: bool = False
 
 
 async def account_with(conn: AsyncConnection, email: str, *, lock: bool = False) -> Account | None:
@@ -117,8 +120,11 @@ class Open:
 
     @property
     def needs_password(self) -> bool:
-        """No account with the email has a password: the link's holder may choose one."""
-        return self.account is None or not self.account.has_password
+        """The link's holder may choose the password: no account has the email, or one that
+        has no password and belongs to no other organization (an account made before
+        invitations named emails, never signed in to)."""
+        account = self.account
+        return account is None or not (account.has_password or account.belongs_elsewhere)
 
     def public(self) -> dict[str, Any]:
         """What GET /api/invitations/{token} and the page show the holder of the link."""
@@ -169,7 +175,19 @@ async def find(
     row = (await conn.execute(stmt)).first()
     if row is None:
         return None
-    return Open(**row._asdict(), account=await account_with(conn, row.email, lock=lock))
+    account = await account_with(conn, row.email, lock=lock)
+    if account is not None and not account.has_password:
+        elsewhere = await conn.scalar(
+            select(Membership.id)
+            .where(
+                Membership.user_id == account.id,
+                Membership.deleted_at.is_(None),
+                Membership.id != row.membership_id,
+            )
+            .limit(1)
+        )
+        account = replace(account, belongs_elsewhere=elsewhere is not None)
+    return Open(**row._asdict(), account=account)
 
 
 @dataclass(frozen=True)
