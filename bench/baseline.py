@@ -21,8 +21,8 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from hangar.auth.ratelimit import API_LIMITS, Limit, RateLimiter
-from hangar.external import cursor
+from hangar.kit import cursor
+from hangar.kit.ratelimit import API_LIMITS, Limit, RateLimiter
 from hangar.kit.responses import dumps
 
 Scope = MutableMapping[str, Any]

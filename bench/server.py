@@ -19,9 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from hangar.auth.apikey import KeyAuthenticator, KeyContext
-from hangar.auth.ratelimit import Limit, RateLimiter
 from hangar.config import Settings, load_settings
 from hangar.db.engine import ReadConnection
+from hangar.kit.ratelimit import Limit, RateLimiter
 from hangar.services import build_services
 
 ROOMY = 10**12

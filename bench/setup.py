@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.config import sqlite_path
 from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
-from hangar.external import cursor
+from hangar.kit import cursor
 from hangar.orgs.models import Organization
 from hangar.reservations.models import Reservation
 

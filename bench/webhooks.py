@@ -31,15 +31,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.config import Settings
 from hangar.ids import new_id
+from hangar.kit.resolver import IPAddress
+from hangar.kit.services import Services
 from hangar.orgs.commands import create_org
 from hangar.process import Worker
-from hangar.services import Services, build_services
+from hangar.services import build_services
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.outbox import pending_delivery, record, serialize
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
-from hangar.webhooks.url_policy import IPAddress
 
 HOST = "receiver.example.com"  # resolved by the injected resolver only
 LOOPBACK = ipaddress.ip_address("127.0.0.1")

@@ -34,10 +34,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from hangar.auth.commands import issue_key  # noqa: E402
 from hangar.clock import SystemClock  # noqa: E402
 from hangar.db.engine import make_engine  # noqa: E402
 from hangar.db.migrate import upgrade_async  # noqa: E402
+from hangar.keys.issuing import issue_key  # noqa: E402
 from hangar.orgs.commands import create_org  # noqa: E402
 
 KEYS = 50

@@ -14,7 +14,7 @@ import re
 from typing import Any
 from urllib.parse import unquote_plus
 
-from hangar.auth.keys import KEY_PREFIX
+from hangar.auth.key_format import KEY_PREFIX
 
 REDACTED = "[redacted]"
 # A key written anywhere in the line, for instance in a path, still never reaches the log.

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from hangar import health, web
-from hangar.auth import invitation_routes, key_routes, session_routes
+from hangar.accounts import invitation_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
 from hangar.external import routes as external
@@ -18,13 +18,15 @@ from hangar.external.openapi import build_openapi
 from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
 from hangar.fleet import routes as fleet_routes
 from hangar.http_limits import BodyLimit
+from hangar.keys import routes as key_routes
 from hangar.kit.errors import install_error_handlers
 from hangar.kit.responses import dumps
+from hangar.kit.services import Services
 from hangar.maintenance import routes as maintenance_routes
 from hangar.orgs import routes as member_routes
 from hangar.process import Worker
 from hangar.reservations import routes as reservation_routes
-from hangar.services import Services, build_services
+from hangar.services import build_services
 from hangar.squawks import routes as squawk_routes
 from hangar.webhooks import routes as webhook_routes
 

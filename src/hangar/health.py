@@ -12,7 +12,7 @@ from starlette.responses import Response
 from hangar.kit.errors import error_response
 from hangar.kit.responses import json_response
 from hangar.kit.routing import services_of
-from hangar.services import Services
+from hangar.kit.services import Services
 
 log = logging.getLogger("hangar")
 router = APIRouter()

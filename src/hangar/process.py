@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.scheduler import Job, run_every_minute
-from hangar.services import Services
+from hangar.kit.services import Services
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import DeliveryWorker
 

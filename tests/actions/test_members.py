@@ -8,8 +8,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from hangar.kit.services import Services
 from hangar.orgs.models import Invitation
-from hangar.services import Services
 from tests.fixtures.actions import public, url, user_id
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org, aircraft

@@ -15,10 +15,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from hangar.app import create_app
 from hangar.auth import sessions
+from hangar.kit.services import Services
 from hangar.orgs.access import Actor
 from hangar.reservations import commands
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from tests.fixtures.actions import names, public, url
 from tests.fixtures.clients import session_for
 from tests.fixtures.factories import Org

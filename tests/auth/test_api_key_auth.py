@@ -8,9 +8,9 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from hangar.auth.key_management import rotate_key
-from hangar.auth.keys import SCOPES, generate_key, hash_key
+from hangar.auth.key_format import SCOPES, generate_key, hash_key
 from hangar.auth.models import ApiKey
+from hangar.keys.management import rotate_key
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 

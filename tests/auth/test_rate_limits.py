@@ -13,9 +13,9 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy import select
 
-from hangar.auth.keys import hash_key
+from hangar.auth.key_format import hash_key
 from hangar.auth.models import ApiKey
-from hangar.auth.ratelimit import (
+from hangar.kit.ratelimit import (
     API_LIMITS,
     Limit,
     MemoryRateLimiter,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from hangar.auth.ratelimit import API_LIMITS, RedisRateLimiter
+from hangar.kit.ratelimit import API_LIMITS, RedisRateLimiter
 
 TIMEOUT = 0.5
 RECHECK = 1.0

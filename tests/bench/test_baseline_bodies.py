@@ -13,8 +13,8 @@ from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
 from bench.server import RoomyLimiter
 
 from hangar.config import sqlite_path
+from hangar.kit.services import Services
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from tests.fixtures.factories import T0, Org, aircraft
 
 API = "/api/v1/external"

@@ -28,20 +28,20 @@ from sqlalchemy import func, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
-from hangar.auth.commands import issue_key
-from hangar.auth.keys import SCOPES
+from hangar.auth.key_format import SCOPES
 from hangar.auth.models import ApiKey
-from hangar.auth.ratelimit import MemoryRateLimiter
 from hangar.config import Settings
 from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
 from hangar.db.migrate import alembic_config
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
+from hangar.keys.issuing import issue_key
+from hangar.kit.ratelimit import MemoryRateLimiter
+from hangar.kit.services import Services
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Role
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Event
 from tests.fixtures.environment import SECRET

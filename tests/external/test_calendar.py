@@ -29,8 +29,8 @@ from hangar.app import create_app
 from hangar.external import calendar
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
+from hangar.kit.services import Services
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from tests.fixtures.factories import T0, Org, write_rows
 from tests.fixtures.fakes import FakeClock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hangar.auth.keys import generate_key
+from hangar.auth.key_format import generate_key
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
 from tests.fixtures.factories import Org

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
 from hangar.db.engine import make_engine
-from hangar.services import Services
+from hangar.kit.services import Services
 
 URL = "/api/health"
 

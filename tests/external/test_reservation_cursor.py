@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.external import cursor
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
+from hangar.kit import cursor
+from hangar.kit.services import Services
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from tests.fixtures.factories import T0, Org, make_org, write_rows
 from tests.fixtures.fakes import FakeClock
 

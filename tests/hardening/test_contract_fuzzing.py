@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from hangar.auth.keys import SCOPES
+from hangar.auth.key_format import SCOPES
 from hangar.reservations.models import Reservation
 from tests.fixtures.factories import Org, aircraft
 from tests.fixtures.fakes import FakeClock

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.kit.services import Services
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.reservations.models import Reservation
-from hangar.services import Services
 from hangar.squawks.models import Squawk
 from tests.fixtures.clients import signed_in_as
 from tests.fixtures.factories import T0, Org, aircraft, make_org

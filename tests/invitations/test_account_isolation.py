@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from hangar.services import Services
+from hangar.kit.services import Services
 from tests.fixtures.actions import public
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org, make_org

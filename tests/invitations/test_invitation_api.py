@@ -11,10 +11,10 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.models import Invitation, Membership
-from hangar.services import Services
 from tests.fixtures.actions import public
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import T0, Org

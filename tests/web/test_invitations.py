@@ -13,10 +13,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth import sessions
+from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.orgs.members import invite_member
 from hangar.orgs.models import Membership
-from hangar.services import Services
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import T0, Org, make_org
 from tests.fixtures.fakes import FakeClock

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from hangar.services import Services
+from hangar.kit.services import Services
 from hangar.webhooks import catalogue
 from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import Sender

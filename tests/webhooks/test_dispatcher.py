@@ -11,11 +11,11 @@ import trustme
 from gidgethub.sansio import validate_event
 from sqlalchemy import select, update
 
-from hangar.services import Services
+from hangar.crypto import SecretBox
+from hangar.kit.services import WEBHOOK_SECRETS, Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery, Subscription
-from hangar.webhooks.secrets import SecretBox
 from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver
@@ -216,7 +216,7 @@ async def test_any_disallowed_address_refuses(
 
 class CountingBox(SecretBox):
     def __init__(self, secret_key: str) -> None:
-        super().__init__(secret_key)
+        super().__init__(secret_key, WEBHOOK_SECRETS)
         self.opened = 0
 
     def open(self, sealed: str) -> str:

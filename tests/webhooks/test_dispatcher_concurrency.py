@@ -9,8 +9,8 @@ import time
 import pytest
 from sqlalchemy import event, text
 
+from hangar.kit.services import Services
 from hangar.process import Worker
-from hangar.services import Services
 from hangar.webhooks import worker as worker_module
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.sender import Sender

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event, func, select, update
 
 from hangar.ids import new_id
-from hangar.services import Services
+from hangar.kit.services import Services
 from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.records import Outcome, Recorder

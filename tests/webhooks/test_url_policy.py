@@ -16,12 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hangar.kit.resolver import IPAddress, ResolutionFailed, SystemResolver
 from hangar.webhooks.url_policy import (
-    IPAddress,
     ParsedUrl,
     RejectionCode,
-    ResolutionFailed,
-    SystemResolver,
     UrlRejected,
     check_webhook_url,
     is_public_address,

@@ -9,7 +9,7 @@ from pathlib import Path
 import trustme
 from sqlalchemy import select
 
-from hangar.services import Services
+from hangar.kit.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender

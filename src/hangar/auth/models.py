@@ -1,4 +1,7 @@
-"""API keys: only the SHA-256 of a key and its first twelve characters are ever stored."""
+"""Accounts and credentials: a person's account, its browser sessions, and API keys.
+
+Only the SHA-256 of a key and its first twelve characters are ever stored; of a session
+cookie, only its SHA-256."""
 
 from __future__ import annotations
 
@@ -9,6 +12,24 @@ from sqlalchemy import JSON, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
+
+
+class User(Base):
+    """A person's account; one user may belong to several organizations.
+
+    `password_hash` is NULL until the person sets a password through an invitation link (or
+    the operator's `hangar user create`): such an account cannot sign in. `email` is NULL only
+    for the placeholder of a pending membership (see the module's docstring), which never
+    signs in either; it becomes the person's account if they set their password through the
+    invitation, and is deleted if they accept with an account they already have.
+    """
+
+    __tablename__ = "users"
+    id: Mapped[uuid.UUID] = id_column()
+    # Stored lower-cased; unique among the non-NULL values (both databases allow many NULLs).
+    email: Mapped[str | None] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime]
 
 
 class ApiKey(Base):

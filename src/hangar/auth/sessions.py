@@ -15,16 +15,13 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.models import UserSession
+from hangar.auth.models import User, UserSession
 from hangar.auth.passwords import hash_password, verify_password
 from hangar.ids import new_id
-from hangar.orgs.capabilities import capabilities_of
-from hangar.orgs.models import Membership, Organization, Role, User
 
 COOKIE = "hangar_session"
 IDLE_TIMEOUT = timedelta(hours=2)
@@ -134,32 +131,6 @@ async def resume(conn: AsyncConnection, token: str | None, now: datetime) -> Sig
 
 async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
     await conn.execute(delete(UserSession).where(UserSession.id == session_id))
-
-
-async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The organizations the user may act in: active memberships only (an invitation not yet
-    accepted gives no access)."""
-    rows = await conn.execute(
-        select(Organization.id, Organization.name, Role.name.label("role_name"))
-        .select_from(Membership)
-        .join(Organization, Organization.id == Membership.org_id)
-        .outerjoin(Role, Role.id == Membership.role_id)
-        .where(
-            Membership.user_id == user_id,
-            Membership.deleted_at.is_(None),
-            Membership.status == "active",
-        )
-        .order_by(Organization.name)
-    )
-    return [
-        {
-            "org_id": str(r.id),
-            "org_name": r.name,
-            "role_name": r.role_name,
-            "capabilities": list(capabilities_of(r.role_name)),
-        }
-        for r in rows
-    ]
 
 
 def csrf_ok(expected: str, given: str | None) -> bool:

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hangar.auth.commands import issue_key
 from hangar.cli.common import emit, migrated_settings, parse_org, require_org, run_in_transaction
 from hangar.clock import SystemClock
+from hangar.keys.issuing import issue_key
 
 key_app = typer.Typer(no_args_is_help=True, help="API keys.")
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from hangar.auth.keys import SCOPES
+from hangar.auth.key_format import SCOPES
 from hangar.external.paths import PREFIX
 
 API_VERSION = "1.1.0"

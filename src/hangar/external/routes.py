@@ -13,29 +13,27 @@ from starlette.responses import Response
 
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection, read_connection
-from hangar.external import calendar, cursor
+from hangar.external import calendar
 from hangar.external.paths import PREFIX
-from hangar.external.schemas import (
-    Aircraft,
-    MaintenanceLog,
-    Member,
-    ReservationPage,
-    ReservationStatus,
-    Squawk,
-    SquawkStatus,
-    WorkOrder,
-    WorkOrderStatus,
-)
 from hangar.fleet import queries as fleet_queries
+from hangar.fleet.schemas import Aircraft
 from hangar.ids import parse_id
+from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.kit.responses import json_response
 from hangar.kit.routing import services_of
 from hangar.kit.schemas import ErrorBody, ValidationErrorBody
 from hangar.maintenance import queries as maintenance_queries
+from hangar.maintenance.models import WorkOrderStatus
+from hangar.maintenance.schemas import MaintenanceLog, WorkOrder
 from hangar.orgs import queries as member_queries
+from hangar.orgs.schemas import Member
 from hangar.reservations import queries as reservation_queries
+from hangar.reservations.models import ReservationStatus
+from hangar.reservations.schemas import ReservationPage
 from hangar.squawks import queries as squawk_queries
+from hangar.squawks.models import SquawkStatus
+from hangar.squawks.schemas import Squawk
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing, malformed, unknown, revoked or expired key"},

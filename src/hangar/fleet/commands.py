@@ -14,8 +14,8 @@ from pydantic import Field, model_validator
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft, MelItem
+from hangar.fleet.schemas import Aircraft as AircraftOut
 from hangar.ids import new_id
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict, invalid

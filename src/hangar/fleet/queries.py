@@ -7,8 +7,8 @@ from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.external.schemas import Aircraft as AircraftOut
 from hangar.fleet.models import Aircraft
+from hangar.fleet.schemas import Aircraft as AircraftOut
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import rows, scoped
 

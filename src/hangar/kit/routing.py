@@ -2,11 +2,6 @@
 
 Routes stay thin: the services come from `ServicesDep`, the clock's time from `Now`, the path
 id from `path_id`, and a product action's one transaction from `Tx`.
-
-`Services` is the process wiring (hangar/services.py, the top layer): the kit names it for the
-type checker only and never imports it at run time. `ServicesDep` therefore names it as a
-string inside `Annotated`: FastAPI only needs the `Depends` (it never validates a dependency's
-value against its type), so the unresolved name is never evaluated at run time.
 """
 
 from __future__ import annotations
@@ -14,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -22,9 +17,7 @@ from starlette.responses import Response
 
 from hangar.ids import parse_id
 from hangar.kit.errors import NotFound
-
-if TYPE_CHECKING:
-    from hangar.services import Services
+from hangar.kit.services import Services
 
 # Every route of one organization's product API sits under this prefix.
 ORG_PREFIX = "/api/orgs/{org_id}"
@@ -36,7 +29,7 @@ def services_of(request: Request) -> Services:
     return services
 
 
-ServicesDep = Annotated["Services", Depends(services_of)]
+ServicesDep = Annotated[Services, Depends(services_of)]
 
 
 def now_of(services: ServicesDep) -> datetime:

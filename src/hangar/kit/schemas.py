@@ -1,8 +1,9 @@
 """The base of the public API's resource schemas, and what is true of all of them.
 
 Resources stay open (extra keys allowed), as the spec's versioning asks; the error bodies are
-the one error shape of every endpoint. The resource schemas themselves live with the public
-API (hangar/external/schemas.py): they name the features' enums, which the kit may not import.
+the one error shape of every endpoint. The resource schemas themselves live with their
+features (reservations/schemas.py, ...): they name the features' enums, which the kit may not
+import.
 """
 
 from __future__ import annotations

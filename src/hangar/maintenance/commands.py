@@ -14,8 +14,6 @@ from pydantic import Field
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
-from hangar.external.schemas import WorkOrder as WorkOrderOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
@@ -23,6 +21,8 @@ from hangar.kit.errors import Conflict
 from hangar.kit.params import AwareDateTime
 from hangar.kit.rows import inserted, locked, moved, public, referenced
 from hangar.maintenance.models import EventType, MaintenanceLog, WorkOrder, WorkOrderStatus
+from hangar.maintenance.schemas import MaintenanceLog as MaintenanceLogOut
+from hangar.maintenance.schemas import WorkOrder as WorkOrderOut
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import require_member
 

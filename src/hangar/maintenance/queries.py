@@ -10,11 +10,11 @@ from sqlalchemy import func
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.external.schemas import MaintenanceLog as MaintenanceLogOut
-from hangar.external.schemas import WorkOrder as WorkOrderOut
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
+from hangar.maintenance.schemas import MaintenanceLog as MaintenanceLogOut
+from hangar.maintenance.schemas import WorkOrder as WorkOrderOut
 
 RECENT_LIMIT = 500
 WORK_PERFORMED_LIMIT = 1000

@@ -20,7 +20,7 @@ from hangar.ids import parse_id
 from hangar.kit.errors import ApiError, Forbidden
 from hangar.kit.routing import services_of
 from hangar.orgs.capabilities import capabilities_of
-from hangar.orgs.models import Membership, Role
+from hangar.orgs.models import Membership, Organization, Role
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -102,6 +102,32 @@ async def actor_in(
 def may(actor: Actor, *required: str) -> bool:
     """The one capability decision: any one of `required` suffices; none required, any member."""
     return not required or any(actor.can(c) for c in required)
+
+
+async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The organizations the user may act in: active memberships only (an invitation not yet
+    accepted gives no access)."""
+    rows = await conn.execute(
+        select(Organization.id, Organization.name, Role.name.label("role_name"))
+        .select_from(Membership)
+        .join(Organization, Organization.id == Membership.org_id)
+        .outerjoin(Role, Role.id == Membership.role_id)
+        .where(
+            Membership.user_id == user_id,
+            Membership.deleted_at.is_(None),
+            Membership.status == "active",
+        )
+        .order_by(Organization.name)
+    )
+    return [
+        {
+            "org_id": str(r.id),
+            "org_name": r.name,
+            "role_name": r.role_name,
+            "capabilities": list(capabilities_of(r.role_name)),
+        }
+        for r in rows
+    ]
 
 
 async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:

@@ -17,10 +17,10 @@ from typing import Literal
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.auth.models import User
 from hangar.auth.passwords import hash_password
 from hangar.kit.errors import ApiError, Conflict
 from hangar.orgs.members import account_of, add_member
-from hangar.orgs.models import User
 
 
 @dataclass(frozen=True)

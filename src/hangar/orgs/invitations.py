@@ -36,10 +36,11 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.auth.models import User
 from hangar.ids import new_id
 from hangar.kit.errors import ApiError
 from hangar.orgs.commands import refuse_if_member
-from hangar.orgs.models import Invitation, Membership, Organization, Role, User
+from hangar.orgs.models import Invitation, Membership, Organization, Role
 
 LIFETIME = timedelta(days=7)
 # token_urlsafe(32) is 43 characters; anything much longer is not one of ours.

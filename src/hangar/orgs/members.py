@@ -21,6 +21,7 @@ from pydantic import Field
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.auth.models import User
 from hangar.ids import new_id, new_id_at
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
@@ -28,7 +29,7 @@ from hangar.kit.rows import moved
 from hangar.orgs import invitations
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import refuse_if_member
-from hangar.orgs.models import ROLE_NAMES, Membership, Role, User
+from hangar.orgs.models import ROLE_NAMES, Membership, Role
 
 MemberStatus = Literal["active", "pending"]
 

@@ -1,6 +1,7 @@
 """Organizations, people, and the membership that ties a person to an organization with a role.
 
-An account (User) belongs to its person: it holds only the email and password. What an
+An account (hangar.auth.models.User) belongs to its person: it holds only the email and
+password. What an
 organization knows of the person (email, names, phone) is that organization's own record, kept
 on the membership, so no organization can read or change what another has recorded.
 
@@ -28,24 +29,6 @@ class Organization(Base):
     __tablename__ = "organizations"
     id: Mapped[uuid.UUID] = id_column()
     name: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime]
-
-
-class User(Base):
-    """A person's account; one user may belong to several organizations.
-
-    `password_hash` is NULL until the person sets a password through an invitation link (or
-    the operator's `hangar user create`): such an account cannot sign in. `email` is NULL only
-    for the placeholder of a pending membership (see the module's docstring), which never
-    signs in either; it becomes the person's account if they set their password through the
-    invitation, and is deleted if they accept with an account they already have.
-    """
-
-    __tablename__ = "users"
-    id: Mapped[uuid.UUID] = id_column()
-    # Stored lower-cased; unique among the non-NULL values (both databases allow many NULLs).
-    email: Mapped[str | None] = mapped_column(String(320), unique=True)
-    password_hash: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
 
 

@@ -15,7 +15,6 @@ from pydantic import Field, model_validator
 from sqlalchemy import Update, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.external.schemas import Reservation as ReservationOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.kit.bodies import BodyId, RequestBody
@@ -27,6 +26,7 @@ from hangar.orgs.access import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
 from hangar.orgs.commands import require_member
 from hangar.reservations.models import ActivityType, Reservation
+from hangar.reservations.schemas import Reservation as ReservationOut
 from hangar.squawks.models import Squawk
 from hangar.webhooks import catalogue, outbox
 

@@ -20,12 +20,12 @@ from sqlalchemy import Select, bindparam, tuple_
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.external.cursor import Position
-from hangar.external.schemas import Reservation as ReservationOut
+from hangar.kit.cursor import Position
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, scoped
 from hangar.kit.scoping import rows as scoped_rows
 from hangar.reservations.models import Reservation
+from hangar.reservations.schemas import Reservation as ReservationOut
 
 COLUMNS = [getattr(Reservation, name) for name in field_names(ReservationOut)]
 CALENDAR_LIMIT = 500

@@ -9,9 +9,9 @@ from typing import Any, Protocol
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.db.models import Base
 from hangar.seed import binary_copy, producer
 from hangar.seed.common import Generated, Row, batched
+from hangar.tables import Base
 
 # Large enough that per-batch overhead vanishes, small enough that memory stays flat.
 BATCH = 25_000

@@ -12,13 +12,13 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.commands import issue_key
-from hangar.auth.keys import SCOPES
-from hangar.auth.models import ApiKey
+from hangar.auth.key_format import SCOPES
+from hangar.auth.models import ApiKey, User
 from hangar.auth.passwords import hash_password
+from hangar.keys.issuing import issue_key
 from hangar.orgs.commands import create_org
 from hangar.orgs.members import add_member
-from hangar.orgs.models import Membership, Organization, Role, User
+from hangar.orgs.models import Membership, Organization, Role
 from hangar.seed.seeding import Progress, Sizes, seed_org
 
 ORG_NAME = "Demo Flight School"

@@ -13,7 +13,6 @@ from pydantic import Field
 from sqlalchemy import Update, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.external.schemas import Squawk as SquawkOut
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.kit.bodies import BodyId, RequestBody
@@ -21,6 +20,7 @@ from hangar.kit.errors import Conflict
 from hangar.kit.rows import inserted, locked, moved, public, referenced
 from hangar.orgs.access import Actor
 from hangar.squawks.models import Severity, Squawk
+from hangar.squawks.schemas import Squawk as SquawkOut
 from hangar.webhooks import catalogue, outbox
 
 

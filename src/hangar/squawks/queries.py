@@ -8,10 +8,10 @@ from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.external.schemas import Squawk as SquawkOut
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, rows, scoped
 from hangar.squawks.models import Squawk
+from hangar.squawks.schemas import Squawk as SquawkOut
 
 COLUMNS = [getattr(Squawk, name) for name in field_names(SquawkOut)]
 RECENT_LIMIT = 500

@@ -1,6 +1,6 @@
 """The HTML side of hangar: Org Settings screens and the public integrator pages.
 
-Screens call the same services as the JSON management API (auth.key_service,
+Screens call the same services as the JSON management API (keys.service,
 webhooks.service); nothing here validates or scopes on its own.
 """
 

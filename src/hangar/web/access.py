@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, Response
 from hangar.auth import sessions
 from hangar.ids import parse_id
 from hangar.kit.routing import services_of
+from hangar.orgs import access
 from hangar.orgs.access import actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render
@@ -78,7 +79,7 @@ async def viewer_of(request: Request) -> Viewer:
         if signed_in is None:
             target = quote(request.url.path, safe="/")
             raise PageExit(redirect(f"/login?next={target}"))
-        orgs = await sessions.memberships(conn, signed_in.user_id)
+        orgs = await access.memberships(conn, signed_in.user_id)
     return Viewer(signed_in, orgs)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import Response
 
-from hangar.auth.keys import SCOPES
+from hangar.auth.key_format import SCOPES
 from hangar.external.openapi import build_openapi
 from hangar.web.events import EVENTS
 from hangar.web.pages import HERE, PageRoute, render

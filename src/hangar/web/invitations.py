@@ -16,11 +16,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from hangar.accounts import invitation_service
+from hangar.accounts.session_service import set_session_cookie
 from hangar.auth import sessions
-from hangar.auth.session_service import set_session_cookie
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import services_of
-from hangar.orgs import invitation_service, invitations
+from hangar.orgs import invitations
 from hangar.web.access import DoubleSubmit, checked_form, text
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 

@@ -12,10 +12,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.auth import key_management, key_service
-from hangar.auth.key_service import NewKey, Rotation
-from hangar.auth.keys import SCOPES
+from hangar.auth.key_format import SCOPES
 from hangar.external.paths import FEED_PATH
+from hangar.keys import management as key_management
+from hangar.keys import service as key_service
+from hangar.keys.service import NewKey, Rotation
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import path_id, services_of
 from hangar.web.access import Admin, admin_of, checked_form, text, texts

@@ -12,8 +12,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from hangar.accounts.session_service import set_session_cookie, sign_in_or_refuse, sign_out
 from hangar.auth import sessions
-from hangar.auth.session_service import set_session_cookie, sign_in_or_refuse, sign_out
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import services_of
 from hangar.web.access import DoubleSubmit, checked_form, text, viewer_of

@@ -22,13 +22,13 @@ from sqlalchemy import Select, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.clock import Clock
+from hangar.crypto import SecretBox, SecretUnreadable
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import reader
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.secrets import SecretBox, SecretUnreadable
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
 

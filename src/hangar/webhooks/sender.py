@@ -17,10 +17,10 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from hangar.kit.resolver import Resolver
 from hangar.webhooks.url_policy import (
     AddressRule,
     CheckedUrl,
-    Resolver,
     UrlRejected,
     check_webhook_url,
     is_public_address,

@@ -8,19 +8,16 @@ transaction live here, not in either caller.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from hangar.auth.ratelimit import Limit
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import ApiError
+from hangar.kit.ratelimit import Limit
+from hangar.kit.services import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks import subscriptions as subs
-
-if TYPE_CHECKING:
-    # The process wiring sits above the features: named for the type checker only.
-    from hangar.services import Services
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
 

@@ -11,12 +11,14 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.crypto import SecretBox
 from hangar.ids import new_id
 from hangar.kit.errors import ApiError, NotFound, invalid
+from hangar.kit.resolver import Resolver
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Attempt, Delivery, Subscription
-from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, SecretBox, new_secret
-from hangar.webhooks.url_policy import Resolver, UrlRejected, check_webhook_url
+from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret
+from hangar.webhooks.url_policy import UrlRejected, check_webhook_url
 
 # What a 404 calls one.
 SUBSCRIPTION = "webhook subscription"

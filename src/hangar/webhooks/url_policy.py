@@ -39,8 +39,8 @@ Decisions the spec leaves open:
 * The fragment is dropped; it is never sent over HTTP.
 * Error details never include resolved addresses, so the check cannot be used to learn what
   a name resolves to inside our network.
-* :class:`SystemResolver` looks names up in absolute form (trailing dot), so resolv.conf
-  search domains never apply, and gives up after 5 seconds (``DNS_FAILED``).
+* The system resolver (hangar.kit.resolver) looks names up in absolute form (trailing dot),
+  so resolv.conf search domains never apply, and gives up after 5 seconds (``DNS_FAILED``).
 
 :func:`check_webhook_url` returns the addresses it checked. The dispatcher must connect to
 exactly those (not resolve the name again), otherwise a DNS answer that changes between the
@@ -49,18 +49,15 @@ check and the connection (DNS rebinding) would bypass the policy.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import re
-import socket
 import unicodedata
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from hangar.kit.resolver import IPAddress, ResolutionFailed, Resolver
 
 MAX_URL_LENGTH = 2048
 
@@ -108,14 +105,6 @@ class CheckedUrl:
 
 
 AddressRule = Callable[[IPAddress], bool]
-
-
-class ResolutionFailed(Exception):
-    """Raised by a resolver when a name has no usable answer."""
-
-
-class Resolver(Protocol):
-    async def resolve(self, host: str, port: int) -> list[IPAddress]: ...
 
 
 # --- the address rule -------------------------------------------------------------------
@@ -411,36 +400,3 @@ async def check_webhook_url(
             "webhook URLs must point to the public internet."
         )
     return CheckedUrl(parsed, addresses)
-
-
-class SystemResolver:
-    """Resolves with the operating system's resolver (getaddrinfo), bounded by a timeout."""
-
-    def __init__(self, timeout: float = 5.0) -> None:
-        self._timeout = timeout
-
-    async def resolve(self, host: str, port: int) -> list[IPAddress]:
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(self._timeout):
-                infos = await loop.getaddrinfo(_absolute(host), port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:  # gaierror and TimeoutError are OSErrors
-            raise ResolutionFailed(f"{host} does not resolve") from exc
-        addresses: dict[IPAddress, None] = {}
-        for family, _type, _proto, _canonname, sockaddr in infos:
-            if family not in (socket.AF_INET, socket.AF_INET6):
-                continue
-            # Scope ids ("fe80::1%eth0") are dropped; the policy judges the address itself.
-            text = str(sockaddr[0]).partition("%")[0]
-            addresses[ipaddress.ip_address(text)] = None
-        return list(addresses)
-
-
-def _absolute(host: str) -> str:
-    # A trailing dot stops resolv.conf search domains ("example.com" becoming
-    # "example.com.cluster.local") from turning a public name into an internal one.
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host if host.endswith(".") else f"{host}."
-    return host

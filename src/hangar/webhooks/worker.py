@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import event
 
-from hangar.services import Services
+from hangar.kit.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
 from hangar.webhooks.sender import Sender

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from hangar.db.models import Base
+from hangar.tables import Base
 
 target_metadata = Base.metadata
 

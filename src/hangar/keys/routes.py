@@ -1,6 +1,6 @@
 """/api/orgs/{org_id}/api-keys: the management API for keys (capability org.settings).
 
-The actions are auth/key_service.py's, shared with the Org Settings screens; these routes
+The actions are keys/service.py's, shared with the Org Settings screens; these routes
 only present them as JSON."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from hangar.auth import key_service
-from hangar.auth.key_management import API_KEY
-from hangar.auth.key_service import NewKey, Rotation
+from hangar.keys import service as key_service
+from hangar.keys.management import API_KEY
+from hangar.keys.service import NewKey, Rotation
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ServicesDep, path_id
 from hangar.orgs.access import Actor, acting

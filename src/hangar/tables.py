@@ -1,11 +1,11 @@
 """Every table, imported in one place so the metadata (and Alembic) sees them all."""
 
-from hangar.auth.models import ApiKey, UserSession
+from hangar.auth.models import ApiKey, User, UserSession
 from hangar.db.base import Base
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
-from hangar.orgs.models import Invitation, Membership, Organization, Role, User
+from hangar.orgs.models import Invitation, Membership, Organization, Role
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription

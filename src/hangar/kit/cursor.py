@@ -1,4 +1,4 @@
-"""Opaque, signed cursors for /reservations.
+"""Opaque, signed cursors for keyset pagination (the public /reservations today).
 
 A cursor carries the position of the last row of a page: its start time (or none) and id.
 Its MAC also covers the organization and the filters it was made under, so a cursor from

@@ -20,11 +20,11 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from hangar.auth import session_service, sessions
+from hangar.accounts import invitation_service, session_service
+from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import services_of
-from hangar.orgs import invitation_service
 from hangar.orgs.access import csrf_if_signed_in, current_session
 
 router = APIRouter(prefix="/api/invitations/{token}", include_in_schema=False)

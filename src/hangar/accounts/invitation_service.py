@@ -1,21 +1,17 @@
 """The invited person's actions: open a link, accept it, choose a password through it.
 
-Shared by /api/invitations/{token} (auth/invitation_routes.py) and the invitation page
+Shared by /api/invitations/{token} (accounts/invitation_routes.py) and the invitation page
 (web/invitations.py); every unusable link is the same 404 (invitations.not_valid)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING
 
 from hangar.auth import sessions
 from hangar.auth.passwords import hash_password
+from hangar.kit.services import Services
 from hangar.orgs import invitations
-
-if TYPE_CHECKING:
-    # The process wiring sits above the features: named for the type checker only.
-    from hangar.services import Services
 
 
 async def open_link(services: Services, token: str) -> invitations.Open:

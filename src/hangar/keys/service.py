@@ -1,6 +1,6 @@
 """The API-key actions: list, create, rotate, revoke.
 
-Each action once, for the management API (auth/key_routes.py) and the Org Settings screens
+Each action once, for the management API (keys/routes.py) and the Org Settings screens
 (web/keys.py) alike: the request bodies, the transaction and the clock's time live here, and
 the callers only present the result (JSON or a page).
 """
@@ -8,16 +8,13 @@ the callers only present the result (JSON or a page).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from hangar.auth import key_management as keys
+from hangar.keys import management as keys
 from hangar.kit.bodies import RequestBody
-
-if TYPE_CHECKING:
-    # The process wiring sits above the features: named for the type checker only.
-    from hangar.services import Services
+from hangar.kit.services import Services
 
 
 class NewKey(RequestBody):

@@ -5,17 +5,15 @@ same cookie."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.auth.ratelimit import Limit
 from hangar.kit.errors import ApiError
-
-if TYPE_CHECKING:
-    # The process wiring sits above the features: named for the type checker only.
-    from hangar.services import Services
+from hangar.kit.ratelimit import Limit
+from hangar.kit.services import Services
+from hangar.orgs import access
 
 # Failed attempts per email, in a fixed window: slows guessing, and the lockout it allows
 # anyone to cause ends with the window.
@@ -50,7 +48,7 @@ async def sign_out(services: Services, session_id: uuid.UUID) -> None:
 async def session_view(services: Services, signed_in: sessions.SignedIn) -> dict[str, Any]:
     """Who is signed in, their CSRF token, and where they are a member."""
     async with services.engine.connect() as conn:
-        orgs = await sessions.memberships(conn, signed_in.user_id)
+        orgs = await access.memberships(conn, signed_in.user_id)
     return {
         "user": {"id": str(signed_in.user_id), "email": signed_in.email},
         "csrf_token": signed_in.csrf_token,

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.commands import IssuedKey, issue_key
 from hangar.auth.models import ApiKey
+from hangar.keys.issuing import IssuedKey, issue_key
 from hangar.kit.errors import ApiError, Conflict, NotFound
 
 # What a 404 calls one.

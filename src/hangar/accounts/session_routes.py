@@ -1,6 +1,6 @@
 """POST/GET/DELETE /api/session: signing in and out (interfaces.md §3).
 
-The actions are auth/session_service.py's, shared with the /login form."""
+The actions are accounts/session_service.py's, shared with the /login form."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from hangar.auth import session_service, sessions
+from hangar.accounts import session_service
+from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import services_of

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.keys import SCOPES, generate_key
+from hangar.auth.key_format import SCOPES, generate_key
 from hangar.auth.models import ApiKey
 from hangar.ids import new_id
 from hangar.kit.errors import ApiError, invalid

@@ -1,0 +1,28 @@
+"""A member, as the public API and its OpenAPI description show it.
+
+The single list of the resource's public fields: the queries select exactly these names.
+Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from hangar.kit.schemas import Open
+
+_CONTACT = "Only when the key also carries read:members.full; otherwise the key is omitted"
+
+
+class Member(Open):
+    user_id: str
+    role_id: str | None
+    role_name: str | None
+    status: str
+    is_discovery: bool
+    joined_at: datetime | None
+    email: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
+    first_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
+    last_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
+    phone: str | None = Field(None, description=_CONTACT)
