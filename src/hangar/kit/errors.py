@@ -1,7 +1,8 @@
 """One error shape for every endpoint: {detail, code}, plus errors[] for validation.
 
-The named errors (`NotFound`, `Conflict`, `Forbidden`) are `ApiError`s with their status and
-code decided once; the handlers installed by `install_error_handlers` answer them all alike.
+The named errors (`NotFound`, `Conflict`, `Unauthorized`, `Forbidden`, `RateLimited`,
+`Unprocessable`) are `ApiError`s with their status and code decided once; the handlers
+installed by `install_error_handlers` answer them all alike.
 """
 
 from __future__ import annotations
@@ -49,10 +50,14 @@ INVALID_TRANSITION = "INVALID_TRANSITION"
 
 
 class NotFound(ApiError):
-    """404: no such thing here (one of another organization reads exactly like an unknown one)."""
+    """404: no such thing here (one of another organization reads exactly like an unknown one).
 
-    def __init__(self, what: str) -> None:
-        super().__init__(404, "NOT_FOUND", f"No such {what}")
+    `NotFound("aircraft")` says "No such aircraft"; `NotFound()` says only "Not found" (where
+    naming the thing would say too much, e.g. an organization in the path).
+    """
+
+    def __init__(self, what: str | None = None, *, detail: str | None = None) -> None:
+        super().__init__(404, "NOT_FOUND", detail or (f"No such {what}" if what else "Not found"))
 
 
 class Conflict(ApiError):
@@ -62,11 +67,32 @@ class Conflict(ApiError):
         super().__init__(409, code, detail)
 
 
+class Unauthorized(ApiError):
+    """401: no credentials, or credentials that prove nothing."""
+
+    def __init__(self, detail: str, code: str = "UNAUTHORIZED") -> None:
+        super().__init__(401, code, detail)
+
+
 class Forbidden(ApiError):
-    """403: signed in, but not allowed to do this."""
+    """403: known, but not allowed to do this (a capability, a scope, a CSRF token)."""
+
+    def __init__(self, detail: str, code: str = "FORBIDDEN") -> None:
+        super().__init__(403, code, detail)
+
+
+class RateLimited(ApiError):
+    """429: a budget is spent until its window ends."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(403, "FORBIDDEN", detail)
+        super().__init__(429, "RATE_LIMITED", detail)
+
+
+class Unprocessable(ApiError):
+    """422 with a code of its own (a rule about the request as a whole, not one field's type)."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(422, code, detail)
 
 
 def invalid(field: str, message: str) -> ApiError:
