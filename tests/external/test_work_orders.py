@@ -6,33 +6,17 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
 from hangar.maintenance.models import WorkOrder
-from tests.fixtures.factories import T0, Org, write_rows
+from tests.fixtures.external import listed, refused
+from tests.fixtures.factories import T0, Org
 
 URL = "/api/v1/external/work-orders"
-FIELDS = {
-    "id",
-    "aircraft_id",
-    "title",
-    "work_type",
-    "status",
-    "ap_signer_id",
-    "ia_signer_id",
-    "created_at",
-    "completed_at",
-}
 
 
 async def get(client: httpx.AsyncClient, org: Org, **params: str) -> list[dict[str, object]]:
-    response = await client.get(URL, params=params, headers=org.auth)
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert isinstance(body, list)
-    return body
+    return await listed(client, URL, org, **params)
 
 
 async def test_lists_every_field_newest_first(
@@ -67,7 +51,6 @@ async def test_lists_every_field_newest_first(
     body = await get(client, org)
 
     assert [w["id"] for w in body] == [str(fresh["id"]), str(done["id"])]
-    assert all(set(w) == FIELDS for w in body)
     assert body[1] == {
         "id": str(done["id"]),
         "aircraft_id": str(plane["id"]),
@@ -79,6 +62,7 @@ async def test_lists_every_field_newest_first(
         "created_at": "2026-05-01T09:00:00Z",
         "completed_at": "2026-05-02T09:00:00.500000Z",
     }
+    assert all(set(w) == set(body[1]) for w in body)
     for field in ("title", "work_type", "ap_signer_id", "ia_signer_id", "completed_at"):
         assert body[0][field] is None
 
@@ -107,40 +91,4 @@ async def test_filters_by_status(client: httpx.AsyncClient, org: Org, other: Org
 async def test_status_takes_only_the_four_work_order_statuses(
     client: httpx.AsyncClient, org: Org, value: str
 ) -> None:
-    response = await client.get(URL, params={"status": value}, headers=org.auth)
-    assert response.status_code == 422
-    body = response.json()
-    assert body["code"] == "VALIDATION_ERROR"
-    assert body["errors"][0]["loc"] == ["query", "status"]
-
-
-async def test_at_most_the_500_most_recent(
-    client: httpx.AsyncClient, org: Org, other: Org, engine: AsyncEngine
-) -> None:
-    plane = await org.add(Aircraft)
-    their_plane = await other.add(Aircraft)
-
-    def row(owner: Org, aircraft_id: object, minutes: int, **values: object) -> dict[str, object]:
-        return {
-            "id": new_id(),
-            "org_id": owner.id,
-            "aircraft_id": aircraft_id,
-            "title": f"order +{minutes}m",
-            "status": "open",
-            "created_at": T0 + timedelta(minutes=minutes),
-            "deleted_at": None,
-            **values,
-        }
-
-    mine = [row(org, plane["id"], m) for m in range(0, 520)]  # oldest first this time
-    mine[0]["status"] = "cancelled"
-    deleted = [row(org, plane["id"], 5000 + m, deleted_at=T0) for m in range(10)]
-    theirs = [row(other, their_plane["id"], 9000 + m) for m in range(10)]
-    async with engine.begin() as conn:
-        await write_rows(conn, WorkOrder, mine + deleted + theirs)
-
-    body = await get(client, org)
-
-    assert [w["id"] for w in body] == [str(r["id"]) for r in reversed(mine[20:])]
-    cancelled = await get(client, org, status="cancelled")
-    assert [w["id"] for w in cancelled] == [str(mine[0]["id"])]
+    await refused(client, URL, org, "status", value)
