@@ -20,7 +20,7 @@ from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from hangar.kit.services import Services
-from tests.fixtures.clients import signed_in_client
+from tests.fixtures.clients import role_client, signed_in_client
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
@@ -164,16 +164,8 @@ def repo_root() -> Path:
 # Signed-in clients: sessions of a given role in a given organization.
 
 
-@pytest.fixture
-async def admin(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
-    async for c in signed_in_client(services, org, "admin"):
-        yield c
-
-
-@pytest.fixture
-async def member(services: Services, org: Org) -> AsyncIterator[httpx.AsyncClient]:
-    async for c in signed_in_client(services, org, "member"):
-        yield c
+admin = role_client("admin")
+member = role_client("member")
 
 
 @pytest.fixture

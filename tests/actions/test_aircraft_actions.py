@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
-from tests.fixtures.actions import names, public, public_one, url
+from tests.fixtures.actions import assert_invalid, names, public, public_one, url
 from tests.fixtures.factories import Org
 
 NEW = {"tail_number": "n737sp", "aircraft_type": "Cessna 172S"}
@@ -52,8 +52,7 @@ async def test_invalid_bodies_are_422(
     admin: httpx.AsyncClient, org: Org, body: dict[str, object]
 ) -> None:
     response = await admin.post(url(org, "aircraft"), json=body)
-    assert response.status_code == 422
-    assert response.json()["code"] == "VALIDATION_ERROR"
+    assert_invalid(response)
 
 
 async def test_delete_is_soft_and_final(

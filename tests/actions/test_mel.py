@@ -19,7 +19,7 @@ from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.webhooks import outbox
-from tests.fixtures.actions import events, names, public_one, url
+from tests.fixtures.actions import assert_invalid, events, names, public_one, url
 from tests.fixtures.environment import SECRET
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
@@ -83,8 +83,7 @@ async def test_invalid_deferrals_are_422(
     response = await admin.post(
         url(org, "mel-items"), json={**body, "due_date": "2026-05-14", **change}
     )
-    assert response.status_code == 422
-    assert response.json()["code"] == "VALIDATION_ERROR"
+    assert_invalid(response)
 
 
 async def test_only_fleet_manage_and_only_this_org(

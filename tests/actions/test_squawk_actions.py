@@ -9,7 +9,7 @@ import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.squawks.models import Squawk
-from tests.fixtures.actions import names, public_one, url
+from tests.fixtures.actions import assert_invalid, names, public_one, url
 from tests.fixtures.factories import Org
 
 
@@ -48,8 +48,7 @@ async def test_invalid_reports_are_422(
     member: httpx.AsyncClient, org: Org, change: dict[str, Any]
 ) -> None:
     response = await report(member, org, **change)
-    assert response.status_code == 422
-    assert response.json()["code"] == "VALIDATION_ERROR"
+    assert_invalid(response)
 
 
 async def test_status_moves_need_squawks_manage(

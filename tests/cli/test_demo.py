@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -12,13 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from tests.fixtures.network import free_port
+
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def printed(text: str, label: str) -> str:

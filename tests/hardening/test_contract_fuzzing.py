@@ -14,8 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -26,6 +24,7 @@ from schemathesis.specs.openapi.checks import (
 
 from hangar.auth.key_format import SCOPES
 from hangar.reservations.models import Reservation
+from tests.fixtures.examples import drawn
 from tests.fixtures.factories import Org, aircraft
 from tests.fixtures.fakes import FakeClock
 
@@ -59,22 +58,7 @@ def required_scope(operation: Any) -> str:
 
 def generate(operation: Any, mode: GenerationMode, count: int) -> list[Any]:
     """Draws `count` cases for `operation` from hypothesis (no shrinking: we only collect)."""
-    cases: list[Any] = []
-
-    @settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.data())
-    def collect(data: st.DataObject) -> None:
-        cases.append(data.draw(operation.as_strategy(generation_mode=mode)))
-
-    collect()
-    return cases
+    return drawn(operation.as_strategy(generation_mode=mode), count)
 
 
 async def send(client: httpx.AsyncClient, case: Any, key: str, clock: FakeClock) -> httpx.Response:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import socket
 import statistics
 import sys
 import time
@@ -37,20 +36,13 @@ from hangar.kit.errors import ApiError
 from hangar.kit.services import Services
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PASSWORD, PG_URL, REDIS_URL, SECRET
+from tests.fixtures.external import API, READS
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
+from tests.fixtures.network import free_port
 
-API = "/api/v1/external"
 FEED = f"{API}/reservations.ics"
-OPERATIONS = [
-    f"{API}/reservations",
-    f"{API}/aircraft",
-    f"{API}/squawks",
-    f"{API}/members",
-    f"{API}/maintenance-logs",
-    f"{API}/work-orders",
-    FEED,
-]
+OPERATIONS = [*READS, FEED]
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 
@@ -183,13 +175,6 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
 
 
 # --- revocation across two server processes sharing PostgreSQL ----------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @contextlib.asynccontextmanager

@@ -34,22 +34,14 @@ from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
 from tests.fixtures.environment import PG_URL, REDIS_URL
+from tests.fixtures.external import API, READS
 from tests.fixtures.factories import Org, aircraft
 from tests.fixtures.fakes import FakeClock, FakeResolver
-from tests.fixtures.network import TcpProxy
+from tests.fixtures.network import TcpProxy, free_port
 from tests.fixtures.receivers import HOST, Receiver, loopback_only
 from tests.fixtures.webhooks import deliveries, fire, subscribe
-from tests.fixtures.worker_process import kill_when, worker_process
 
-API = "/api/v1/external"
-OPERATIONS = [
-    f"{API}/reservations",
-    f"{API}/aircraft",
-    f"{API}/squawks",
-    f"{API}/members",
-    f"{API}/maintenance-logs",
-    f"{API}/work-orders",
-]
+OPERATIONS = READS
 
 
 def client_for(services: Services) -> httpx.AsyncClient:
@@ -85,11 +77,8 @@ def via_proxy(url: str, port: int) -> str:
 async def pg_proxy(database_url: str) -> AsyncIterator[TcpProxy]:
     if not PG_URL:
         pytest.skip("needs PostgreSQL (HANGAR_TEST_DATABASE_URL): SQLite has no connection to cut")
-    target = urlsplit(database_url)
-    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 5432)
-    await proxy.start()
-    yield proxy
-    await proxy.close()
+    async with TcpProxy.to(database_url, 5432) as proxy:
+        yield proxy
 
 
 @pytest.fixture
@@ -151,7 +140,7 @@ async def test_an_unreachable_database_is_503_on_every_operation(
 ) -> None:
     """Both databases: SQLite whose file cannot be opened, PostgreSQL on a closed port."""
     if PG_URL:
-        url = via_proxy(services.settings.database_url, _closed_port())
+        url = via_proxy(services.settings.database_url, free_port())
     else:
         url = f"sqlite:///{tmp_path / 'gone' / 'hangar.db'}"
     dead = make_engine(url)
@@ -164,15 +153,6 @@ async def test_an_unreachable_database_is_503_on_every_operation(
         await dead.dispose()
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 # --- Redis goes away --------------------------------------------------------------------
 
 
@@ -180,11 +160,8 @@ def _closed_port() -> int:
 async def redis_proxy() -> AsyncIterator[TcpProxy]:
     if not REDIS_URL:
         pytest.skip("needs Redis (HANGAR_TEST_REDIS_URL): without it the limiter is in-process")
-    target = urlsplit(REDIS_URL)
-    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
-    await proxy.start()
-    yield proxy
-    await proxy.close()
+    async with TcpProxy.to(REDIS_URL, 6379) as proxy:
+        yield proxy
 
 
 async def test_redis_cut_falls_back_to_in_process_limits_and_health_reports_it(
@@ -227,50 +204,7 @@ async def test_redis_cut_falls_back_to_in_process_limits_and_health_reports_it(
         await proxied.aclose()
 
 
-# --- a worker killed in the middle of a batch ---------------------------------------------
-
-
-async def test_a_worker_killed_mid_batch_loses_nothing(
-    services: Services,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    ca: trustme.CA,
-    clock: FakeClock,
-    repo_root: Path,
-    tmp_path: Path,
-) -> None:
-    receiver.delay = 30.0  # every attempt of the batch hangs until the worker dies
-    batch = 6
-    subs = [await subscribe(services, org, receiver.url(f"/hook/{i}")) for i in range(batch)]
-    await fire(services, org)  # one event, one delivery per subscription: a batch of six
-    async with worker_process(services.settings.database_url, ca, tmp_path, repo_root) as worker:
-        # The whole batch is in flight when the worker dies.
-        await kill_when(worker, lambda: len(receiver.requests) == batch)
-
-    for sub_id in subs:
-        assert await deliveries(services.engine, sub_id) == [("pending", 0)]
-    async with services.engine.connect() as conn:
-        leases = set(
-            await conn.scalars(
-                select(Delivery.lease_until).where(Delivery.subscription_id.in_(subs))
-            )
-        )
-    [lease] = leases  # one claim took the whole batch, on the worker's own (real) clock
-    assert lease is not None
-    receiver.delay = 0.0
-    clock.set(lease - timedelta(seconds=1))
-    survivor = Dispatcher(services.engine, clock, sender, services.secret_box)
-    assert await survivor.run_once() == 0  # the dead worker's leases still hold
-    clock.set(lease)
-    assert await survivor.run_once() == batch
-    for sub_id in subs:
-        assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]
-    first, second = receiver.requests[:batch], receiver.requests[batch:]
-    assert sorted(r.path for r in first) == sorted(r.path for r in second)
-    assert {r.headers["X-Service-Delivery"] for r in first} == {
-        r.headers["X-Service-Delivery"] for r in second
-    }
+# (A worker killed in the middle of a batch: tests/webhooks/test_worker_crash.py.)
 
 
 # --- hostile receivers ----------------------------------------------------------------------

@@ -36,6 +36,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fixtures.network import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 HEALTH = "/api/health"
@@ -78,12 +80,6 @@ class Server:
             if name in ("VmRSS", "VmHWM"):
                 found[name] = int(value.split()[0])
         return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def server_env(database_url: str) -> dict[str, str]:
@@ -407,19 +403,21 @@ def big_url(size: int) -> Iterator[bytes]:
     yield b" HTTP/1.1\r\nHost: hangar\r\n\r\n"
 
 
-def test_a_huge_header_is_refused_with_431_and_others_keep_their_latency(server: Server) -> None:
-    attack = Attack(lambda port: send(port, big_header(8 * MB)))
+@pytest.mark.parametrize(
+    ("head", "status", "code"),
+    [
+        (lambda: big_header(8 * MB), 431, "REQUEST_HEADERS_TOO_LARGE"),
+        (lambda: big_url(16 * MB), 414, "URI_TOO_LONG"),
+    ],
+    ids=["header-431", "url-414"],
+)
+def test_a_huge_head_is_refused_and_others_keep_their_latency(
+    server: Server, head: Callable[[], Iterator[bytes]], status: int, code: str
+) -> None:
+    attack = Attack(lambda port: send(port, head()))
     latency = latency_pairs(server, attack)
     for outcome in attack.done():
-        refused_with(outcome, 431, "REQUEST_HEADERS_TOO_LARGE")
-    kept_latency(latency)
-
-
-def test_a_huge_url_is_refused_with_414_and_others_keep_their_latency(server: Server) -> None:
-    attack = Attack(lambda port: send(port, big_url(16 * MB)))
-    latency = latency_pairs(server, attack)
-    for outcome in attack.done():
-        refused_with(outcome, 414, "URI_TOO_LONG")
+        refused_with(outcome, status, code)
     kept_latency(latency)
 
 
@@ -520,42 +518,32 @@ def closed_in_time(outcomes: list[Outcome], deadline_s: float) -> None:
         assert deadline_s - 0.2 <= outcome.seconds <= deadline_s + SLACK_S, outcome
 
 
-def test_a_header_line_every_so_often_is_cut_off_at_the_head_timeout(server: Server) -> None:
-    """Slowloris: twenty connections each send a header line every quarter of a second
-    (the issue: every 10 s, against no timeout at all)."""
-    attack = Attack(
-        lambda port: drip(port, b"GET /api/health HTTP/1.1\r\n", b"X-A: b\r\n", 0.25, 10.0),
-        parallel=20,
-    )
+HALF_A_BODY = (
+    b"POST /api/session HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n" + b'{"email": '
+)
+# What twenty connections at once send: the first bytes, then more every so often; and the
+# timeout that must cut each off.
+SLOW_CLIENTS = {
+    # Slowloris: a header line every quarter of a second (the issue: every 10 s, against no
+    # timeout at all).
+    "a header line every so often": (b"GET /api/health HTTP/1.1\r\n", b"X-A: b\r\n", 0.25, HEAD_S),
+    "half a request then silence": (b"GET /api/health HTTP/1.1\r\nHost: h", b"", 0, HEAD_S),
+    "half a body then silence": (HALF_A_BODY, b"", 0, BODY_S),
+}
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "every", "timeout"), SLOW_CLIENTS.values(), ids=SLOW_CLIENTS.keys()
+)
+def test_a_slow_client_gets_408_and_is_cut_off_at_its_timeout(
+    server: Server, first: bytes, then: bytes, every: float, timeout: float
+) -> None:
+    attack = Attack(lambda port: drip(port, first, then, every, 10.0), parallel=20)
     latency = latency_pairs(server, attack)
     for outcome in attack.done():
         refused_with(outcome, 408, "REQUEST_TIMEOUT")
-    closed_in_time(attack.outcomes, HEAD_S)
-    kept_latency(latency)
-
-
-def test_half_a_request_then_silence_is_cut_off_at_the_head_timeout(server: Server) -> None:
-    attack = Attack(
-        lambda port: drip(port, b"GET /api/health HTTP/1.1\r\nHost: h", b"", 0, 10.0),
-        parallel=20,
-    )
-    latency = latency_pairs(server, attack)
-    for outcome in attack.done():
-        refused_with(outcome, 408, "REQUEST_TIMEOUT")
-    closed_in_time(attack.outcomes, HEAD_S)
-    kept_latency(latency)
-
-
-def test_half_a_body_then_silence_is_cut_off_at_the_body_timeout(server: Server) -> None:
-    head = (
-        b"POST /api/session HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 100\r\n\r\n"
-    )
-    attack = Attack(lambda port: drip(port, head + b'{"email": ', b"", 0, 10.0), parallel=20)
-    latency = latency_pairs(server, attack)
-    for outcome in attack.done():
-        refused_with(outcome, 408, "REQUEST_TIMEOUT")
-    closed_in_time(attack.outcomes, BODY_S)
+    closed_in_time(attack.outcomes, timeout)
     kept_latency(latency)
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -24,6 +23,7 @@ from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
 from tests.fixtures.clients import signed_in_as
+from tests.fixtures.examples import drawn
 from tests.fixtures.factories import T0, Org, aircraft, make_org
 from tests.fixtures.fakes import FakeClock
 
@@ -66,22 +66,7 @@ def org_data(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def worlds() -> list[list[dict[str, Any]]]:
-    found: list[list[dict[str, Any]]] = []
-
-    @settings(
-        max_examples=WORLDS,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.lists(org_data(), min_size=3, max_size=3))
-    def collect(world: list[dict[str, Any]]) -> None:
-        found.append(world)
-
-    collect()
-    return found
+    return drawn(st.lists(org_data(), min_size=3, max_size=3), WORLDS)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.invites import (
     Held,
+    TwoLinks,
     UserRow,
     account_id,
     browser,
@@ -310,14 +311,9 @@ async def test_an_invitations_placeholder_never_signs_in(
 
 
 async def test_an_account_made_through_one_orgs_link_accepts_anothers_signed_in(
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
+    services: Services, org: Org, other: Org, two_links: TwoLinks
 ) -> None:
-    in_a = await invite(admin, org, "twice-invited@example.org")
-    in_b = await invite(outsider, other, "twice-invited@example.org")
+    in_a, in_b = two_links.a, two_links.b
     async with browser(services) as person:
         assert (await set_password(person, token_of(in_a), "chosen via A")).status_code == 200
 
@@ -334,26 +330,19 @@ async def test_an_account_made_through_one_orgs_link_accepts_anothers_signed_in(
         assert org_ids(accepted.json()) == {str(org.id), str(other.id)}
     # A's placeholder became the account; B's membership moved to it and its placeholder went.
     account = uuid.UUID(in_a["user_id"])
-    assert await account_id(org.engine, "twice-invited@example.org") == account
+    assert await account_id(org.engine, two_links.email) == account
     assert (await held(org, in_a)).user_id == (await held(other, in_b)).user_id == account
     assert await user_row(org.engine, in_b["user_id"]) is None
     async with browser(services) as later:
-        email = "twice-invited@example.org"
+        email = two_links.email
         assert (await sign_in(later, email, "chosen via B")).status_code == 401
         assert (await sign_in(later, email, "chosen via A")).status_code == 200
 
 
 async def test_two_orgs_links_for_one_new_email_used_at_once_make_one_account(
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
+    services: Services, org: Org, other: Org, two_links: TwoLinks
 ) -> None:
-    links = {
-        "via A": token_of(await invite(admin, org, "both-at-once@example.org")),
-        "via B": token_of(await invite(outsider, other, "both-at-once@example.org")),
-    }
+    links = {"via A": token_of(two_links.a), "via B": token_of(two_links.b)}
     async with browser(services) as one, browser(services) as two:
         first, second = await asyncio.gather(
             set_password(one, links["via A"], "password via A"),
@@ -370,7 +359,7 @@ async def test_two_orgs_links_for_one_new_email_used_at_once_make_one_account(
     }, refused.text
     assert set(refused.json()) == {"detail", "code"}
     async with browser(services) as person:
-        email = "both-at-once@example.org"
+        email = two_links.email
         assert (await sign_in(person, email, f"password {loser}")).status_code == 401
         assert (await sign_in(person, email, f"password {winner}")).is_success
         accepted = await person.post(f"/api/invitations/{links[loser]}/accept")
@@ -379,15 +368,9 @@ async def test_two_orgs_links_for_one_new_email_used_at_once_make_one_account(
 
 
 async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_changes_nothing(
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    services: Services, other: Org, two_links: TwoLinks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    in_a = await invite(admin, org, "contested@example.org")
-    in_b = await invite(outsider, other, "contested@example.org")
+    in_a, in_b = two_links.a, two_links.b
     async with browser(services) as person:
         assert (await set_password(person, token_of(in_a), "the winner's")).status_code == 200
 
@@ -411,11 +394,11 @@ async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_change
     }
     assert "hangar_session" not in clash.cookies
     placeholder = uuid.UUID(in_b["user_id"])
-    assert await held(other, in_b) == Held(placeholder, "pending", "contested@example.org", False)
+    assert await held(other, in_b) == Held(placeholder, "pending", two_links.email, False)
     assert await user_row(other.engine, placeholder) == UserRow(None, False)
     async with browser(services) as person:
-        assert (await sign_in(person, "contested@example.org", "the loser's")).status_code == 401
-        assert (await sign_in(person, "contested@example.org", "the winner's")).is_success
+        assert (await sign_in(person, two_links.email, "the loser's")).status_code == 401
+        assert (await sign_in(person, two_links.email, "the winner's")).is_success
         accepted = await person.post(f"/api/invitations/{token_of(in_b)}/accept")
         assert accepted.status_code == 200, accepted.text
     assert (await held(other, in_b)).user_id == uuid.UUID(in_a["user_id"])

@@ -9,7 +9,7 @@ from hangar.auth import sessions
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.pages import csrf_in, sign_in_with_form
+from tests.fixtures.pages import csrf_in, login_form, sign_in_with_form
 
 SETTINGS_PAGES = ["keys", "keys/new", "webhooks", "webhooks/new"]
 
@@ -29,15 +29,10 @@ async def test_sign_in_through_the_form_then_land_on_the_requested_page(
 ) -> None:
     await org.member("admin", email="pilot-admin@example.org", password=PASSWORD)
     form = await client.get(f"/login?next=/settings/{org.id}/webhooks")
-    response = await client.post(
-        "/login",
-        data={
-            "csrf_token": csrf_in(form.text),
-            "email": "Pilot-Admin@example.org",
-            "password": PASSWORD,
-            "next": f"/settings/{org.id}/webhooks",
-        },
+    filled = login_form(
+        form.text, "Pilot-Admin@example.org", PASSWORD, next=f"/settings/{org.id}/webhooks"
     )
+    response = await client.post("/login", data=filled)
     assert response.status_code == 303
     assert response.headers["location"] == f"/settings/{org.id}/webhooks"
     assert sessions.COOKIE in response.cookies

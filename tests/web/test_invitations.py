@@ -20,15 +20,10 @@ from hangar.orgs.models import Membership
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import T0, Org, make_org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.invites import browser, invite, org_ids, token_of
-from tests.fixtures.pages import csrf_in, sign_in_with_form
+from tests.fixtures.invites import TwoLinks, browser, invite, org_ids, token_of
+from tests.fixtures.pages import csrf_in, login_form, password_form, sign_in_with_form
 
 GONE = "This invitation link is not valid or has expired"
-
-
-def chosen(page: str, password: str) -> dict[str, str]:
-    """The password form of `page`, filled in."""
-    return {"csrf_token": csrf_in(page), "password": password, "password_again": password}
 
 
 async def status_of(org: Org, user: str) -> str:
@@ -57,14 +52,8 @@ async def test_a_new_person_chooses_a_password_and_is_signed_in(
         assert "newcomer@example.org" in page.text
         assert 'type="password"' in page.text
 
-        response = await person.post(
-            f"{path}/password",
-            data={
-                "csrf_token": csrf_in(page.text),
-                "password": "my own password",
-                "password_again": "my own password",
-            },
-        )
+        filled = password_form(page.text, "my own password")
+        response = await person.post(f"{path}/password", data=filled)
 
         assert response.status_code == 303
         assert response.headers["location"] == "/settings"
@@ -96,8 +85,7 @@ async def test_the_password_form_explains_what_is_wrong(
     async with browser(services) as person:
         page = await person.get(path)
         response = await person.post(
-            f"{path}/password",
-            data={"csrf_token": csrf_in(page.text), "password": first, "password_again": second},
+            f"{path}/password", data=password_form(page.text, first, again=second)
         )
         assert response.status_code == 422
         assert why in response.text
@@ -139,13 +127,7 @@ async def test_an_existing_account_signs_in_as_itself_then_accepts(
     login = await client.get(f"/login?next={path}")
     assert "Sign in to accept your invitation" in login.text
     signed = await client.post(
-        "/login",
-        data={
-            "csrf_token": csrf_in(login.text),
-            "email": "existing@example.org",
-            "password": PASSWORD,
-            "next": path,
-        },
+        "/login", data=login_form(login.text, "existing@example.org", PASSWORD, next=path)
     )
     assert signed.status_code == 303
     assert signed.headers["location"] == path
@@ -246,23 +228,13 @@ async def test_names_in_the_page_are_escaped(services: Services, engine: AsyncEn
 
 
 async def test_once_one_orgs_link_made_the_account_anothers_page_asks_to_sign_in(
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
+    services: Services, other: Org, two_links: TwoLinks
 ) -> None:
-    in_a = await invite(admin, org, "first-link@example.org")
-    in_b = await invite(outsider, other, "first-link@example.org")
+    in_a, in_b = two_links.a, two_links.b
     async with browser(services) as person:
         page = await person.get(f"/invitations/{token_of(in_a)}")
         await person.post(
-            f"/invitations/{token_of(in_a)}/password",
-            data={
-                "csrf_token": csrf_in(page.text),
-                "password": "pw via A!",
-                "password_again": "pw via A!",
-            },
+            f"/invitations/{token_of(in_a)}/password", data=password_form(page.text, "pw via A!")
         )
 
         b_page = await person.get(f"/invitations/{token_of(in_b)}")
@@ -278,27 +250,16 @@ async def test_once_one_orgs_link_made_the_account_anothers_page_asks_to_sign_in
 
 
 async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_sign_in(
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    services: Services, other: Org, two_links: TwoLinks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    in_a = await invite(admin, org, "raced@example.org")
-    in_b = await invite(outsider, other, "raced@example.org")
+    in_a, in_b = two_links.a, two_links.b
     path = f"/invitations/{token_of(in_b)}"
     async with browser(services) as person, browser(services) as first:
         form = await person.get(path)  # opened while the email had no account yet
         assert 'type="password"' in form.text
         page = await first.get(f"/invitations/{token_of(in_a)}")
         made = await first.post(
-            f"/invitations/{token_of(in_a)}/password",
-            data={
-                "csrf_token": csrf_in(page.text),
-                "password": "A's first",
-                "password_again": "A's first",
-            },
+            f"/invitations/{token_of(in_a)}/password", data=password_form(page.text, "A's first")
         )
         assert made.status_code == 303
 
@@ -307,14 +268,7 @@ async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_
             return None
 
         monkeypatch.setattr(invitations, "account_with", not_yet)
-        response = await person.post(
-            f"{path}/password",
-            data={
-                "csrf_token": csrf_in(form.text),
-                "password": "B's late",
-                "password_again": "B's late",
-            },
-        )
+        response = await person.post(f"{path}/password", data=password_form(form.text, "B's late"))
         monkeypatch.undo()
 
     assert response.status_code == 409

@@ -23,6 +23,7 @@ from hangar.webhooks.catalogue import EVENT_NAMES
 from hangar.webhooks.signing import envelope, signature
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START
+from tests.fixtures.network import free_port
 
 PUBLIC = ["/login", "/docs", "/changelog"]
 
@@ -166,17 +167,11 @@ def test_the_changelog_never_passes_raw_html_through() -> None:
 # --- the signature snippets run, and accept exactly what the dispatcher signs ------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(params=["python", "node"])
 def snippet_receiver(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """(URL, secret) of the documented receiver, running as the docs say to run it."""
     secret = "3f" * 32
-    port = _free_port()
+    port = free_port()
     if request.param == "python":
         command = [sys.executable, str(SNIPPETS / "receiver.py")]
     else:

@@ -13,16 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select
 
 from hangar.kit.services import Services
 from hangar.webhooks import catalogue
-from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.receivers import HOST, Receiver
-from tests.fixtures.webhooks import dispatcher, fire, subscribe
+from tests.fixtures.webhooks import dispatcher, fire, subscribe, subscription
 
 DELIVERY_KEYS = {"id", "event", "status", "attempts", "created_at", "completed_at"}
 ATTEMPT_KEYS = {"number", "started_at", "duration_ms", "status_code", "error"}
@@ -159,19 +157,6 @@ async def test_a_connection_failure_is_an_error_string_without_a_status_code(
     assert [(a["status_code"], a["error"]) for a in ok["attempts"]] == [(200, None)]
 
 
-async def subscription_row(services: Services, sub_id: uuid.UUID) -> Any:
-    async with services.engine.connect() as conn:
-        return (
-            await conn.execute(
-                select(
-                    Subscription.enabled,
-                    Subscription.consecutive_failures,
-                    Subscription.disabled_at,
-                ).where(Subscription.id == sub_id)
-            )
-        ).one()
-
-
 async def run_all_attempts(services: Services, sender: Sender, clock: FakeClock) -> None:
     work = dispatcher(services, sender)
     for wait in (2, 8, 0):
@@ -210,9 +195,10 @@ async def test_test_on_a_disabled_subscription_keeps_it_disabled_and_a_failing_p
 
     assert len(receiver.requests) == 3  # the ping went out, disabled or not
     assert {r.headers["X-Service-Event"] for r in receiver.requests} == {"test.ping"}
-    row = await subscription_row(services, sub_id)
-    assert (row.enabled, row.consecutive_failures) == (False, 0)
-    assert row.disabled_at.astimezone(UTC) == disabled_at
+    enabled, failures, disabled = await subscription(services.engine, sub_id)
+    assert (enabled, failures) == (False, 0)
+    assert disabled is not None
+    assert disabled.astimezone(UTC) == disabled_at
     [entry] = await delivery_log(admin, org, sub_id)
     assert (entry["id"], entry["event"], entry["status"]) == (delivery_id, "test.ping", "failed")
     assert [(a["number"], a["status_code"]) for a in entry["attempts"]] == [
@@ -243,14 +229,9 @@ async def test_a_failing_ping_leaves_an_enabled_subscriptions_counter_alone(
     await run_all_attempts(services, sender, clock)
 
     assert len(receiver.requests) == 6
-    near_row = await subscription_row(services, near)
-    assert (near_row.enabled, near_row.consecutive_failures, near_row.disabled_at) == (
-        True,
-        4,
-        None,
-    )
-    fresh_row = await subscription_row(services, fresh)
-    assert (fresh_row.enabled, fresh_row.consecutive_failures) == (True, 0)
+    assert await subscription(services.engine, near) == (True, 4, None)
+    enabled, failures, _ = await subscription(services.engine, fresh)
+    assert (enabled, failures) == (True, 0)
     for sub_id in (near, fresh):
         [entry] = await delivery_log(admin, org, sub_id)
         assert (entry["event"], entry["status"]) == ("test.ping", "failed")

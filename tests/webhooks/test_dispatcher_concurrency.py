@@ -21,6 +21,15 @@ from tests.fixtures.receivers import Receiver
 from tests.fixtures.webhooks import deliveries, dispatcher, fire, subscribe
 
 
+async def fire_and_wait(services: Services, org: Org, receiver: Receiver, why: str) -> None:
+    """Fires an event; its delivery must reach the receiver within 5 s (else: `why`)."""
+    started = time.monotonic()
+    await fire(services, org)
+    while not receiver.requests:
+        assert time.monotonic() - started < 5, why
+        await asyncio.sleep(0.02)
+
+
 async def test_concurrent_claims_never_overlap(
     services: Services, org: Org, receiver: Receiver, sender: Sender
 ) -> None:
@@ -68,11 +77,7 @@ async def test_new_work_wakes_the_worker_at_once(
     await worker.start()
     try:
         await asyncio.sleep(0.3)  # let it find nothing and go to sleep (for up to 30 s)
-        started = time.monotonic()
-        await fire(services, org)
-        while not receiver.requests:
-            assert time.monotonic() - started < 5, "the worker slept through new work"
-            await asyncio.sleep(0.02)
+        await fire_and_wait(services, org, receiver, "the worker slept through new work")
     finally:
         await worker.stop()
     assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]
@@ -106,11 +111,7 @@ async def test_a_lost_listen_connection_is_restored(
             await asyncio.sleep(0.01)
         await asyncio.wait_for(worker.listening.wait(), 5)  # ...and listens again
         await asyncio.sleep(0.3)  # past the reconnect's own kick: only a NOTIFY can wake it now
-        started = time.monotonic()
-        await fire(services, org)
-        while not receiver.requests:
-            assert time.monotonic() - started < 5, "no NOTIFY reached the restored listener"
-            await asyncio.sleep(0.02)
+        await fire_and_wait(services, org, receiver, "no NOTIFY reached the restored listener")
     finally:
         await worker.stop()
     assert await deliveries(services.engine, sub_id) == [("succeeded", 1)]

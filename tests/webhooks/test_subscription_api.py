@@ -149,17 +149,28 @@ async def test_delete_then_404(admin: httpx.AsyncClient, org: Org) -> None:
     assert (await admin.get(url(org))).json() == []
 
 
-async def test_enable_resets_the_counter_and_keeps_the_secret(
-    admin: httpx.AsyncClient, org: Org, engine: AsyncEngine
-) -> None:
+async def created_then_failed(
+    admin: httpx.AsyncClient, org: Org, engine: AsyncEngine, **values: object
+) -> tuple[dict[str, object], uuid.UUID]:
+    """A subscription made through the API, then written disabled after five failures in a
+    row (and `values`), as the dispatcher leaves one."""
     created = await create(admin, org)
     sub_id = uuid.UUID(str(created["id"]))
     async with engine.begin() as conn:
         await conn.execute(
             update(Subscription)
             .where(Subscription.id == sub_id)
-            .values(enabled=False, consecutive_failures=5, disabled_at=Subscription.created_at)
+            .values(enabled=False, consecutive_failures=5, **values)
         )
+    return created, sub_id
+
+
+async def test_enable_resets_the_counter_and_keeps_the_secret(
+    admin: httpx.AsyncClient, org: Org, engine: AsyncEngine
+) -> None:
+    created, sub_id = await created_then_failed(
+        admin, org, engine, disabled_at=Subscription.created_at
+    )
     disabled = (await admin.get(url(org, str(sub_id)))).json()
     assert disabled["enabled"] is False
     assert disabled["disabled_at"] is not None
@@ -208,14 +219,7 @@ async def test_test_fires_ten_per_hour_to_the_chosen_subscription(
 async def test_test_on_a_disabled_subscription_resets_only_the_counter(
     admin: httpx.AsyncClient, org: Org, engine: AsyncEngine
 ) -> None:
-    created = await create(admin, org)
-    sub_id = uuid.UUID(str(created["id"]))
-    async with engine.begin() as conn:
-        await conn.execute(
-            update(Subscription)
-            .where(Subscription.id == sub_id)
-            .values(enabled=False, consecutive_failures=5)
-        )
+    _, sub_id = await created_then_failed(admin, org, engine)
     assert (await admin.post(url(org, str(sub_id), "test"))).status_code == 202
     after = (await admin.get(url(org, str(sub_id)))).json()
     assert (after["enabled"], after["consecutive_failures"]) == (False, 0)
