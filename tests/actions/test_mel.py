@@ -19,7 +19,7 @@ from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.webhooks import outbox
-from tests.fixtures.actions import assert_invalid, events, names, public_one, url
+from tests.fixtures.actions import Outsiders, assert_invalid, events, names, public_one, url
 from tests.fixtures.environment import SECRET
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
@@ -86,12 +86,7 @@ async def test_invalid_deferrals_are_422(
     assert_invalid(response)
 
 
-async def test_only_fleet_manage_and_only_this_org(
-    member: httpx.AsyncClient,
-    instructor: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    org: Org,
-) -> None:
+async def test_only_fleet_manage_and_only_this_org(outsiders: Outsiders, org: Org) -> None:
     plane = str((await org.add(Aircraft))["id"])
     body = {
         "aircraft_id": plane,
@@ -99,11 +94,7 @@ async def test_only_fleet_manage_and_only_this_org(
         "mel_category": "a",
         "due_date": "2026-06-01",
     }
-    for caller in (member, instructor):
-        refused = await caller.post(url(org, "mel-items"), json=body)
-        assert refused.status_code == 403
-        assert "fleet.manage" in refused.json()["detail"]
-    assert (await outsider.post(url(org, "mel-items"), json=body)).status_code == 404
+    await outsiders.refused(org, "POST", "mel-items", body, "fleet.manage")
 
 
 async def test_an_overdue_item_expires_and_grounds_its_aircraft(

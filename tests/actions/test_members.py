@@ -19,6 +19,7 @@ from tests.fixtures.invites import (
     browser,
     held,
     invite,
+    invite_account,
     set_password,
     sign_in,
     token_hash_of,
@@ -224,8 +225,7 @@ async def test_a_pending_member_cannot_be_put_on_a_reservation(
 async def test_removing_an_invited_account_holders_pending_membership_cancels_only_it(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    holder = await other.member("member", email="holder@example.org", password=PASSWORD)
-    created = await invite(admin, org, "holder@example.org")
+    holder, created = await invite_account(admin, org, other, "holder@example.org")
 
     # The account's own id is no member of this organization: only the invitation's is.
     assert (await admin.delete(url(org, f"members/{holder}"))).status_code == 404

@@ -65,6 +65,22 @@ def org_data(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+def record_calls(org_id: object, key_id: str, sub_id: str) -> list[tuple[str, str, object]]:
+    """Every call on one API key's and one webhook's records, under `org_id`'s path."""
+    key = f"/api/orgs/{org_id}/api-keys/{key_id}"
+    hook = f"/api/orgs/{org_id}/webhooks/{sub_id}"
+    return [
+        ("POST", f"{key}/rotate", {}),
+        ("POST", f"{key}/revoke", None),
+        ("GET", hook, None),
+        ("PATCH", hook, {"name": "mine"}),
+        ("POST", f"{hook}/enable", None),
+        ("POST", f"{hook}/test", None),
+        ("GET", f"{hook}/deliveries", None),
+        ("DELETE", hook, None),
+    ]
+
+
 def worlds() -> list[list[dict[str, Any]]]:
     return drawn(st.lists(org_data(), min_size=3, max_size=3), WORLDS)
 
@@ -281,29 +297,15 @@ async def test_management_calls_across_organizations_are_404(
                         f"/api/orgs/{them.id}/api-keys",
                         {"name": "x", "scopes": ["read:aircraft"]},
                     ),
-                    ("POST", f"/api/orgs/{them.id}/api-keys/{k}/rotate", {}),
-                    ("POST", f"/api/orgs/{them.id}/api-keys/{k}/revoke", None),
                     ("GET", f"/api/orgs/{them.id}/webhooks", None),
-                    ("GET", f"/api/orgs/{them.id}/webhooks/{s}", None),
-                    ("PATCH", f"/api/orgs/{them.id}/webhooks/{s}", {"name": "mine"}),
-                    ("POST", f"/api/orgs/{them.id}/webhooks/{s}/enable", None),
-                    ("POST", f"/api/orgs/{them.id}/webhooks/{s}/test", None),
-                    ("GET", f"/api/orgs/{them.id}/webhooks/{s}/deliveries", None),
-                    ("DELETE", f"/api/orgs/{them.id}/webhooks/{s}", None),
                     (
                         "POST",
                         f"/api/orgs/{them.id}/aircraft",
                         {"tail_number": "N1", "aircraft_type": "C172"},
                     ),
+                    *record_calls(them.id, k, s),
                     # Their records under my organization's path: not found either.
-                    ("POST", f"/api/orgs/{me.id}/api-keys/{k}/rotate", {}),
-                    ("POST", f"/api/orgs/{me.id}/api-keys/{k}/revoke", None),
-                    ("GET", f"/api/orgs/{me.id}/webhooks/{s}", None),
-                    ("PATCH", f"/api/orgs/{me.id}/webhooks/{s}", {"name": "mine"}),
-                    ("POST", f"/api/orgs/{me.id}/webhooks/{s}/enable", None),
-                    ("POST", f"/api/orgs/{me.id}/webhooks/{s}/test", None),
-                    ("GET", f"/api/orgs/{me.id}/webhooks/{s}/deliveries", None),
-                    ("DELETE", f"/api/orgs/{me.id}/webhooks/{s}", None),
+                    *record_calls(me.id, k, s),
                 ]
                 for method, path, body in foreign:
                     response = await admin.request(method, path, json=body)

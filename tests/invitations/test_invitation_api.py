@@ -27,6 +27,7 @@ from tests.fixtures.invites import (
     browser,
     held,
     invite,
+    invite_account,
     org_ids,
     set_password,
     sign_in,
@@ -122,8 +123,7 @@ async def test_the_password_must_be_at_least_8_characters(
 async def test_a_link_never_sets_the_password_of_an_account_that_has_one(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="owner@example.org", password=PASSWORD)
-    created = await invite(admin, org, "owner@example.org")
+    _, created = await invite_account(admin, org, other, "owner@example.org")
 
     async with browser(services) as holder:
         refused = await set_password(holder, token_of(created), "the admin's choice")
@@ -144,8 +144,9 @@ async def test_an_existing_account_accepts_signed_in_with_the_link(
     other: Org,
     clock: FakeClock,
 ) -> None:
-    joiner = await other.member("member", email="joiner@example.org", password=PASSWORD)
-    created = await invite(admin, org, "joiner@example.org", role="instructor")
+    joiner, created = await invite_account(
+        admin, org, other, "joiner@example.org", role="instructor"
+    )
     assert created["user_id"] != str(joiner)
     async with browser(services) as person:
         before = (await sign_in(person, "joiner@example.org", PASSWORD)).json()
@@ -171,8 +172,7 @@ async def test_an_existing_account_accepts_signed_in_with_the_link(
 async def test_accepting_needs_the_csrf_header(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="csrf-joiner@example.org", password=PASSWORD)
-    created = await invite(admin, org, "csrf-joiner@example.org")
+    _, created = await invite_account(admin, org, other, "csrf-joiner@example.org")
     async with browser(services) as person:
         await sign_in(person, "csrf-joiner@example.org", PASSWORD)
         del person.headers["X-CSRF-Token"]
@@ -200,8 +200,7 @@ async def test_accepting_without_a_session_is_401(
 async def test_someone_else_signed_in_cannot_accept_anothers_link(
     admin: httpx.AsyncClient, member: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="intended@example.org", password=PASSWORD)
-    created = await invite(admin, org, "intended@example.org")
+    _, created = await invite_account(admin, org, other, "intended@example.org")
 
     response = await member.post(f"/api/invitations/{token_of(created)}/accept")
 
@@ -213,8 +212,7 @@ async def test_someone_else_signed_in_cannot_accept_anothers_link(
 async def test_a_link_works_once(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="once@example.org", password=PASSWORD)
-    created = await invite(admin, org, "once@example.org")
+    _, created = await invite_account(admin, org, other, "once@example.org")
     token = token_of(created)
     async with browser(services) as person:
         await sign_in(person, "once@example.org", PASSWORD)
@@ -267,8 +265,7 @@ async def test_a_link_expires_after_seven_days(
 async def test_an_expired_link_cannot_be_accepted_signed_in(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org, clock: FakeClock
 ) -> None:
-    await other.member("member", email="expired-joiner@example.org", password=PASSWORD)
-    created = await invite(admin, org, "expired-joiner@example.org")
+    _, created = await invite_account(admin, org, other, "expired-joiner@example.org")
     clock.advance(days=7)
     async with browser(services) as person:
         await sign_in(person, "expired-joiner@example.org", PASSWORD)
@@ -407,8 +404,7 @@ async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_change
 async def test_accepting_as_a_member_already_is_409_and_changes_nothing(
     admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    dana = await other.member("member", email="dana@example.org", password=PASSWORD)
-    created = await invite(admin, org, "dana@example.org", role="admin")
+    dana, created = await invite_account(admin, org, other, "dana@example.org", role="admin")
     # Made meanwhile, as only a race (or the operator's own hands in the database) could.
     await org.membership_row(dana, "dana@example.org", "member")
 

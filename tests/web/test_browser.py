@@ -25,7 +25,7 @@ from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.live_server import LiveServer
-from tests.fixtures.receivers import HOST, Receiver, https_receiver, loopback_only
+from tests.fixtures.receivers import HOST, Receiver, loopback_only
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -43,28 +43,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def web_ca() -> trustme.CA:
-    return trustme.CA()
-
-
 @pytest.fixture
-async def receiver(web_ca: trustme.CA) -> AsyncIterator[Receiver]:
-    async with https_receiver(web_ca) as state:
-        yield state
-
-
-@pytest.fixture
-async def live(
-    database_url: str, engine: AsyncEngine, web_ca: trustme.CA
-) -> AsyncIterator[LiveServer]:
+async def live(database_url: str, engine: AsyncEngine, ca: trustme.CA) -> AsyncIterator[LiveServer]:
     # Deliveries other tests left pending are not this server's to send.
     async with engine.begin() as conn:
         await conn.execute(
             update(Delivery).where(Delivery.status == "pending").values(status="skipped")
         )
     client_ssl = ssl.create_default_context()
-    web_ca.configure_trust(client_ssl)
+    ca.configure_trust(client_ssl)
     sender = Sender(
         FakeResolver({HOST: ["127.0.0.1"]}), ssl_context=client_ssl, is_allowed=loopback_only
     )

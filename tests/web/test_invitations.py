@@ -20,7 +20,7 @@ from hangar.orgs.models import Membership
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import T0, Org, make_org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.invites import TwoLinks, browser, invite, org_ids, token_of
+from tests.fixtures.invites import TwoLinks, browser, invite, invite_account, org_ids, token_of
 from tests.fixtures.pages import csrf_in, login_form, password_form, sign_in_with_form
 
 GONE = "This invitation link is not valid or has expired"
@@ -114,8 +114,9 @@ async def test_the_password_form_needs_its_own_csrf_cookie(
 async def test_an_existing_account_signs_in_as_itself_then_accepts(
     admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    existing = await other.member("member", email="existing@example.org", password=PASSWORD)
-    created = await invite(admin, org, "existing@example.org", role="mechanic")
+    existing, created = await invite_account(
+        admin, org, other, "existing@example.org", role="mechanic"
+    )
     path = f"/invitations/{token_of(created)}"
 
     page = await client.get(path)
@@ -151,8 +152,7 @@ async def test_an_existing_account_signs_in_as_itself_then_accepts(
 async def test_signed_in_as_someone_else_the_page_says_so_and_cannot_accept(
     admin: httpx.AsyncClient, member: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    await other.member("member", email="rightful@example.org", password=PASSWORD)
-    created = await invite(admin, org, "rightful@example.org")
+    _, created = await invite_account(admin, org, other, "rightful@example.org")
     path = f"/invitations/{token_of(created)}"
 
     page = await member.get(path)
@@ -282,8 +282,7 @@ async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_
 async def test_accepting_as_a_member_already_says_so_and_changes_nothing(
     admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    gina = await other.member("member", email="gina@example.org", password=PASSWORD)
-    created = await invite(admin, org, "gina@example.org")
+    gina, created = await invite_account(admin, org, other, "gina@example.org")
     await org.membership_row(gina, "gina@example.org")  # as only a race could make it
     path = f"/invitations/{token_of(created)}"
     await sign_in_with_form(client, "gina@example.org", PASSWORD)
