@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
-import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
 from hangar.squawks.models import Squawk
-from tests.fixtures.external import listed, refused
+from tests.fixtures.external import listed
 from tests.fixtures.factories import T0, Org
 
 URL = "/api/v1/external/squawks"
@@ -110,21 +109,3 @@ async def test_filters(client: httpx.AsyncClient, org: Org, other: Org) -> None:
     assert await found(aircraft_id=str(their_plane["id"])) == []
     assert await found(aircraft_id=str(new_id())) == []
     assert await found(aircraft_id="not-an-id") == []
-
-
-@pytest.mark.parametrize(
-    "value", ["yes", "no", "1", "0", "", "True", "FALSE", "t", "f", "on", "null", "true "]
-)
-async def test_is_grounding_takes_only_true_or_false(
-    client: httpx.AsyncClient, org: Org, value: str
-) -> None:
-    await refused(client, URL, org, "is_grounding", value)
-
-
-@pytest.mark.parametrize(
-    "value", ["closed", "OPEN", "", "completed", "cancelled", "open,resolved", "*"]
-)
-async def test_status_takes_only_the_four_squawk_statuses(
-    client: httpx.AsyncClient, org: Org, value: str
-) -> None:
-    await refused(client, URL, org, "status", value)

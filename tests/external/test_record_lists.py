@@ -1,5 +1,6 @@
-"""The unpaginated record lists (squawks, work orders, maintenance logs) return the 500 most
-recent of the organization's live records, and a filter narrows the set before the cap."""
+"""What the unpaginated record lists (squawks, work orders, maintenance logs) share: a filter
+takes only its own values, and a list holds the 500 most recent of the organization's live
+records, a filter narrowing the set before the cap."""
 
 from __future__ import annotations
 
@@ -42,6 +43,31 @@ CASES = {
     "work orders": Capped(f"{P}/work-orders", WorkOrder, minutes, {"status": "cancelled"}, False),
     "maintenance logs": Capped(f"{P}/maintenance-logs", MaintenanceLog, days, {}, True),
 }
+
+
+# The filters that take a fixed set of values, and values each must refuse with a 422.
+REFUSED = [
+    (
+        "squawks",
+        "is_grounding",
+        ["yes", "no", "1", "0", "", "True", "FALSE", "t", "f", "on", "null", "true "],
+    ),
+    ("squawks", "status", ["closed", "OPEN", "", "completed", "cancelled", "open,resolved", "*"]),
+    ("work-orders", "status", ["closed", "Open", "", "resolved", "deferred", "open "]),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "param", "value"), [(p, q, v) for p, q, values in REFUSED for v in values]
+)
+async def test_a_filter_takes_only_its_own_values(
+    client: httpx.AsyncClient, org: Org, path: str, param: str, value: str
+) -> None:
+    response = await client.get(f"{P}/{path}", params={param: value}, headers=org.auth)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR"
+    assert body["errors"][0]["loc"] == ["query", param]
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
