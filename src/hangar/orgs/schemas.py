@@ -2,11 +2,15 @@
 
 The single list of the resource's public fields: the queries select exactly these names.
 Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
+`MemberRow` and `FullMemberRow` are the same fields as Python holds them before JSON (ids are
+UUIDs there), without and with the contact fields.
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
+from typing import TypedDict
 
 from pydantic import Field
 
@@ -26,3 +30,24 @@ class Member(Open):
     first_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
     last_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
     phone: str | None = Field(None, description=_CONTACT)
+
+
+class MemberRow(TypedDict):
+    """A member as a key without read:members.full reads it: `Member`'s first fields."""
+
+    user_id: uuid.UUID
+    role_id: uuid.UUID | None
+    role_name: str | None
+    status: str
+    is_discovery: bool
+    joined_at: datetime | None
+
+
+class FullMemberRow(MemberRow):
+    """A member with the contact fields, in `Member`'s order (read:members.full, and the
+    answer to an invitation)."""
+
+    email: str
+    first_name: str
+    last_name: str
+    phone: str | None

@@ -2,11 +2,14 @@
 
 The single list of the resource's public fields: the queries select exactly these names.
 Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
+`SquawkRow` is the same fields as Python holds them before JSON (ids are UUIDs there).
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
+from typing import TypedDict
 
 from hangar.kit.schemas import Open
 from hangar.squawks.models import Severity, SquawkStatus
@@ -15,6 +18,19 @@ from hangar.squawks.models import Severity, SquawkStatus
 class Squawk(Open):
     id: str
     aircraft_id: str
+    description: str
+    severity: Severity
+    status: SquawkStatus
+    is_grounding: bool
+    created_at: datetime | None
+    resolved_at: datetime | None
+
+
+class SquawkRow(TypedDict):
+    """What the public read and the actions return: `Squawk`'s fields, in its order."""
+
+    id: uuid.UUID
+    aircraft_id: uuid.UUID
     description: str
     severity: Severity
     status: SquawkStatus
