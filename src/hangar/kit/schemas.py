@@ -23,6 +23,8 @@ class ErrorBody(Open):
 
 
 class ValidationErrorBody(ErrorBody):
+    # Published in the OpenAPI document as a list of open objects ({loc, msg} today); a
+    # closer type would change the published description.
     errors: list[dict[str, Any]]
 
 
