@@ -233,10 +233,7 @@ async def list_members(request: Request) -> Response:
     "/maintenance-logs",
     **_doc("read:maintenance", list[MaintenanceLog], "List the 500 most recent log entries"),
 )
-async def list_maintenance_logs(
-    request: Request,
-    aircraft_id: str | None = None,
-) -> Response:
+async def list_maintenance_logs(request: Request, aircraft_id: str | None = None) -> Response:
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
@@ -249,10 +246,7 @@ async def list_maintenance_logs(
     "/work-orders",
     **_doc("read:maintenance", list[WorkOrder], "List the 500 most recent work orders"),
 )
-async def list_work_orders(
-    request: Request,
-    status: WorkOrderStatus | None = None,
-) -> Response:
+async def list_work_orders(request: Request, status: WorkOrderStatus | None = None) -> Response:
     by = caller(request)
     rows = await maintenance_queries.work_orders(by.conn, by.key, status=status)
     return json_response(rows)

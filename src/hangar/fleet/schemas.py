@@ -1,10 +1,6 @@
-"""An aircraft, as the public API and its OpenAPI description show it, and a MEL item as the
-fleet's action answers it (it has no public resource).
-
-The single list of the resource's public fields: the queries select exactly these names.
-Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
-`AircraftRow` is the same fields as Python holds them before JSON (ids are UUIDs there).
-"""
+"""An aircraft, as the public API shows it: the schema and its row type (hangar.kit.schemas
+says how the two go together). And a MEL item as the fleet's action answers it: it has no
+public resource, so a row type only."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Maintenance log entries and work orders, as the public API and its OpenAPI description
-show them.
-
-The single list of the resource's public fields: the queries select exactly these names.
-Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
-`MaintenanceLogRow` and `WorkOrderRow` are the same fields as Python holds them before JSON
-(ids are UUIDs there).
-"""
+"""Maintenance log entries and work orders, as the public API shows them: the schemas and
+their row types (hangar.kit.schemas says how the two go together)."""
 
 from __future__ import annotations
 

@@ -138,13 +138,13 @@ class Open:
         return account is None or not (account.has_password or account.belongs_elsewhere)
 
     def public(self) -> Preview:
-        return Preview(
-            org_name=self.org_name,
-            role_name=self.role_name,
-            email=self.email,
-            expires_at=self.expires_at,
-            needs_password=self.needs_password,
-        )
+        return {
+            "org_name": self.org_name,
+            "role_name": self.role_name,
+            "email": self.email,
+            "expires_at": self.expires_at,
+            "needs_password": self.needs_password,
+        }
 
 
 async def find(

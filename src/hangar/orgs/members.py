@@ -199,20 +199,20 @@ async def create_member(
         conn, actor.org_id, person, role=body.role, now=now, is_discovery=body.is_discovery
     )
     member = invited.member
-    return InvitedMember(
-        user_id=member.user_id,
-        role_id=member.role_id,
-        role_name=member.role,
-        status=member.status,
-        is_discovery=body.is_discovery,
-        joined_at=member.joined_at,
-        email=member.email,
-        first_name=person.first_name,
-        last_name=person.last_name,
-        phone=person.phone,
-        invitation_url=invitations.link(public_url, invited.invitation.token),
-        invitation_expires_at=invited.invitation.expires_at,
-    )
+    return {
+        "user_id": member.user_id,
+        "role_id": member.role_id,
+        "role_name": member.role,
+        "status": member.status,
+        "is_discovery": body.is_discovery,
+        "joined_at": member.joined_at,
+        "email": member.email,
+        "first_name": person.first_name,
+        "last_name": person.last_name,
+        "phone": person.phone,
+        "invitation_url": invitations.link(public_url, invited.invitation.token),
+        "invitation_expires_at": invited.invitation.expires_at,
+    }
 
 
 async def remove_member(

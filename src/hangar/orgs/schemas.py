@@ -1,10 +1,5 @@
-"""A member, as the public API and its OpenAPI description show it.
-
-The single list of the resource's public fields: the queries select exactly these names.
-Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
-`MemberRow` and `FullMemberRow` are the same fields as Python holds them before JSON (ids are
-UUIDs there), without and with the contact fields.
-"""
+"""A member, as the public API shows it: the schema and its row types, without and with the
+contact fields (hangar.kit.schemas says how the two go together)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A squawk, as the public API and its OpenAPI description show it.
-
-The single list of the resource's public fields: the queries select exactly these names.
-Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
-`SquawkRow` is the same fields as Python holds them before JSON (ids are UUIDs there).
-"""
+"""A squawk, as the public API shows it: the schema and its row type (hangar.kit.schemas says
+how the two go together)."""
 
 from __future__ import annotations
 
