@@ -55,7 +55,10 @@ class RedactCredentials(logging.Filter):
 
 
 def log_config() -> dict[str, Any]:
-    """uvicorn's default logging config with the redacting filter on the access handler."""
+    """uvicorn's default logging config with the redacting filter on the access handler.
+
+    A `logging.config.dictConfig` schema, typed as loosely as uvicorn and the standard
+    library type it: this only adds one filter to what uvicorn hands over."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)

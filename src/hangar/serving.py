@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypedDict
 
 import httptools
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
@@ -296,7 +296,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.write(b"".join(content))
 
 
-def uvicorn_options(limits: ServerLimits | None = None) -> dict[str, Any]:
+class UvicornOptions(TypedDict):
+    """The keywords of uvicorn.run that `uvicorn_options` decides (mypy checks them there)."""
+
+    loop: Literal["uvloop"]
+    http: type[BoundedHttpToolsProtocol]
+    ws: Literal["none"]
+    timeout_keep_alive: int
+    limit_concurrency: int
+    backlog: int
+    proxy_headers: bool
+
+
+def uvicorn_options(limits: ServerLimits | None = None) -> UvicornOptions:
     """uvicorn.run's keyword arguments for serving hangar (besides the app, address and
     logging): uvloop, the bounded httptools protocol, no WebSocket upgrades (hangar has no
     WebSocket route, and an upgraded connection would leave this protocol's bounds), the

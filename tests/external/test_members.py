@@ -7,7 +7,7 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import select, update
 
-from hangar.orgs.members import invite_member
+from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership, Role
 from tests.fixtures.factories import T0, Org
 
@@ -176,9 +176,8 @@ async def test_a_pending_member_shows_this_orgs_record_under_its_invitations_id(
 ) -> None:
     account = await other.member("member", email="invited@example.org", first_name="Theirs")
     async with org.engine.begin() as conn:
-        invited = await invite_member(
-            conn, org.id, email="Invited@Example.org", role="instructor", now=T0, first_name="Ours"
-        )
+        person = Contact("Invited@Example.org", first_name="Ours")
+        invited = await invite_member(conn, org.id, person, role="instructor", now=T0)
 
     by_user = await members(client, await org.key_with("read:members", "read:members.full"))
 

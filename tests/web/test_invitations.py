@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.auth import sessions
 from hangar.kit.services import Services
 from hangar.orgs import invitations
-from hangar.orgs.members import invite_member
+from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import T0, Org, make_org
@@ -216,7 +216,7 @@ async def test_names_in_the_page_are_escaped(services: Services, engine: AsyncEn
     hostile = await make_org(engine, "<script>alert(1)</script> & Co")
     async with engine.begin() as conn:
         invited = await invite_member(
-            conn, hostile.id, email="x<img>@example.org", role="member", now=T0
+            conn, hostile.id, Contact("x<img>@example.org"), role="member", now=T0
         )
     async with browser(services) as person:
         page = await person.get(f"/invitations/{invited.invitation.token}")

@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, NoReturn, TypeVar
 
 import orjson
 import typer
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.config import ConfigError, Settings, load_settings
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
 from hangar.kit.errors import ApiError
-from hangar.orgs.commands import org_exists
 from hangar.orgs.models import ROLE_NAMES
 
 T = TypeVar("T")
+
+# --org, as every command that acts in one organization takes it (see `parse_org`).
+OrgOption = Annotated[str, typer.Option(help="Organization id")]
 
 
 def fail(reason: str) -> NoReturn:
@@ -26,7 +29,7 @@ def fail(reason: str) -> NoReturn:
     raise typer.Exit(1)
 
 
-def emit(obj: dict[str, Any]) -> None:
+def emit(obj: Mapping[str, object]) -> None:
     typer.echo(orjson.dumps(obj, default=str, option=orjson.OPT_UTC_Z).decode())
 
 
@@ -47,7 +50,7 @@ def migrated_settings() -> Settings:
     return current
 
 
-def run_in_transaction(current: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+def run_in_transaction(current: Settings, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
     """Runs `work(conn)` in one transaction; an ApiError becomes a one-line failure."""
 
     async def main() -> T:
@@ -69,11 +72,6 @@ def parse_org(text: str) -> uuid.UUID:
         return uuid.UUID(text)
     except ValueError:
         fail(f"--org must be an organization id (as printed by `hangar org create`), not {text!r}")
-
-
-async def require_org(conn: Any, org_id: uuid.UUID) -> None:
-    if not await org_exists(conn, org_id):
-        raise ApiError(404, "NOT_FOUND", f"no organization with id {org_id}")
 
 
 def check_role(role: str) -> None:

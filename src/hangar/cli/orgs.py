@@ -3,29 +3,37 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.cli.common import (
+    OrgOption,
     check_role,
     emit,
     fail,
     migrated_settings,
     parse_org,
-    require_org,
     run_in_transaction,
 )
 from hangar.clock import SystemClock
 from hangar.orgs import invitations
-from hangar.orgs.bootstrap import bootstrap_member
-from hangar.orgs.commands import create_org
-from hangar.orgs.members import invite_member
+from hangar.orgs.bootstrap import Bootstrapped, bootstrap_member
+from hangar.orgs.commands import create_org, require_org
+from hangar.orgs.members import Contact, Invited, invite_member
 from hangar.orgs.models import ROLE_NAMES
 
 org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
 user_app = typer.Typer(no_args_is_help=True, help="Accounts, for the operator's bootstrap.")
 member_app = typer.Typer(no_args_is_help=True, help="Memberships: inviting people.")
+
+# A person, as `user create` and `member invite` both take them (see orgs.members.Contact).
+Email = Annotated[str, typer.Option()]
+Role = Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")]
+FirstName = Annotated[str, typer.Option("--first-name")]
+LastName = Annotated[str, typer.Option("--last-name")]
+Phone = Annotated[str | None, typer.Option("--phone")]
 
 
 @org_app.command("create")
@@ -33,7 +41,7 @@ def org_create(name: Annotated[str, typer.Option(help="The organization's name")
     """Create an organization with its four built-in roles."""
     current = migrated_settings()
 
-    async def work(conn: Any) -> uuid.UUID:
+    async def work(conn: AsyncConnection) -> uuid.UUID:
         return await create_org(conn, name, SystemClock().now())
 
     emit({"id": str(run_in_transaction(current, work)), "name": name.strip()})
@@ -41,16 +49,16 @@ def org_create(name: Annotated[str, typer.Option(help="The organization's name")
 
 @user_app.command("create")
 def user_create(
-    org: Annotated[str, typer.Option(help="Organization id")],
-    email: Annotated[str, typer.Option()],
-    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
+    org: OrgOption,
+    email: Email,
+    role: Role,
     password: Annotated[
         str | None,
         typer.Option(help="For a new account only: an existing account's password is its owner's"),
     ] = None,
-    first_name: Annotated[str, typer.Option("--first-name")] = "",
-    last_name: Annotated[str, typer.Option("--last-name")] = "",
-    phone: Annotated[str | None, typer.Option("--phone")] = None,
+    first_name: FirstName = "",
+    last_name: LastName = "",
+    phone: Phone = None,
 ) -> None:
     """Make someone an active member at once (the operator's bootstrap).
 
@@ -62,58 +70,47 @@ def user_create(
     if password is not None and len(password) < 8:
         fail("--password must be at least 8 characters")
     current = migrated_settings()
+    person = Contact(email, first_name, last_name, phone)
 
-    async def work(conn: Any) -> dict[str, Any]:
+    async def work(conn: AsyncConnection) -> Bootstrapped:
         await require_org(conn, org_id)
-        made = await bootstrap_member(
-            conn,
-            org_id,
-            email=email,
-            role=role,
-            password=password,
-            now=SystemClock().now(),
-            first_name=first_name,
-            last_name=last_name,
-            phone=phone,
-        )
-        return {
+        now = SystemClock().now()
+        return await bootstrap_member(conn, org_id, person, role=role, password=password, now=now)
+
+    made = run_in_transaction(current, work)
+    emit(
+        {
             "user_id": str(made.user_id),
             "membership_id": str(made.membership_id),
             "role": made.role,
             "account": made.account,
         }
-
-    emit(run_in_transaction(current, work))
+    )
 
 
 @member_app.command("invite")
 def member_invite(
-    org: Annotated[str, typer.Option(help="Organization id")],
-    email: Annotated[str, typer.Option()],
-    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")],
-    first_name: Annotated[str, typer.Option("--first-name")] = "",
-    last_name: Annotated[str, typer.Option("--last-name")] = "",
-    phone: Annotated[str | None, typer.Option("--phone")] = None,
+    org: OrgOption,
+    email: Email,
+    role: Role,
+    first_name: FirstName = "",
+    last_name: LastName = "",
+    phone: Phone = None,
 ) -> None:
     """Invite someone, as an admin's POST /api/orgs/{org}/members does: a pending membership
     and a one-time link (printed this once) that the person opens to join."""
     org_id = parse_org(org)
     check_role(role)
     current = migrated_settings()
+    person = Contact(email, first_name, last_name, phone)
 
-    async def work(conn: Any) -> dict[str, Any]:
+    async def work(conn: AsyncConnection) -> Invited:
         await require_org(conn, org_id)
-        invited = await invite_member(
-            conn,
-            org_id,
-            email=email,
-            role=role,
-            now=SystemClock().now(),
-            first_name=first_name,
-            last_name=last_name,
-            phone=phone,
-        )
-        return {
+        return await invite_member(conn, org_id, person, role=role, now=SystemClock().now())
+
+    invited = run_in_transaction(current, work)
+    emit(
+        {
             "user_id": str(invited.member.user_id),
             "membership_id": str(invited.member.membership_id),
             "role": invited.member.role,
@@ -121,5 +118,4 @@ def member_invite(
             "invitation_url": invitations.link(current.public_url, invited.invitation.token),
             "invitation_expires_at": invited.invitation.expires_at,
         }
-
-    emit(run_in_transaction(current, work))
+    )

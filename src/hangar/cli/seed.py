@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -19,8 +19,9 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.cli.common import emit, migrated_settings, parse_org, run_in_transaction
+from hangar.cli.common import OrgOption, emit, migrated_settings, parse_org, run_in_transaction
 from hangar.cli.serve import run_server
 from hangar.clock import SystemClock
 from hangar.config import Settings
@@ -61,13 +62,15 @@ def bars() -> Iterator[Bars]:
 
 
 def _one_line(exc: DBAPIError) -> ApiError:
-    """A database refusal as the one-line reason the command prints."""
+    """A database refusal as the one-line reason the command prints. An ApiError, which
+    run_in_transaction turns into that line after rolling back; its status and code reach
+    nobody, and no named error fits a refusal by the database."""
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
     return ApiError(500, "DATABASE_ERROR", f"the database refused the rows: {reason}")
 
 
 def seed(
-    org: Annotated[str, typer.Option(help="Organization id")],
+    org: OrgOption,
     aircraft: Annotated[int, typer.Option(min=0)] = DEFAULT.aircraft,
     members: Annotated[int, typer.Option(min=0)] = DEFAULT.members,
     reservations: Annotated[int, typer.Option(min=0)] = DEFAULT.reservations,
@@ -84,7 +87,7 @@ def seed(
     current = migrated_settings()
     with bars() as progress:
 
-        async def work(conn: Any) -> dict[str, int]:
+        async def work(conn: AsyncConnection) -> dict[str, int]:
             try:
                 return await seed_org(
                     conn, org_id, sizes, now=SystemClock().now(), progress=progress
@@ -105,7 +108,7 @@ def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
         current = dataclasses.replace(current, public_url=curl_base(host, port))
     with bars() as progress:
 
-        async def work(conn: Any) -> DemoAccess:
+        async def work(conn: AsyncConnection) -> DemoAccess:
             return await prepare_demo(conn, SystemClock().now(), progress=progress)
 
         access = run_in_transaction(current, work)

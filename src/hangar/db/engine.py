@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar, cast, overload
 
 import asyncpg
 import orjson
@@ -184,7 +185,7 @@ def _make_pg_reads(engine: AsyncEngine) -> _PgReads:
     return reads
 
 
-def read_connection(engine: AsyncEngine) -> Any:
+def read_connection(engine: AsyncEngine) -> AbstractAsyncContextManager[ReadConnection]:
     """`async with read_connection(engine) as conn`: a connection for `Read.rows`."""
     if engine.dialect.name == "postgresql":
         return _PgReadConnection(_pg_reads(engine))
@@ -221,14 +222,25 @@ def _plain(column_type: Any) -> bool:
 class _Compiled:
     sql: str
     names: tuple[str, ...]  # the parameters, in the order the SQL takes them
-    fixed: dict[str, Any]  # values fixed when the statement was built (a constant LIMIT)
+    fixed: Mapping[str, object]  # values fixed when the statement was built (a constant LIMIT)
     binds: tuple[Callable[[Any], Any] | None, ...]  # per parameter (SQLite only)
     # per column: SQLite, and PostgreSQL where a column is not decoded by asyncpg alone
     results: tuple[Callable[[Any], Any] | None, ...]
 
 
-class Read:
+# The row type of a `Read`: a TypedDict naming exactly the columns its statement selects.
+# Covariant: a read of rows with more keys (members with their contact fields) is a read of
+# rows with fewer.
+Row_co = TypeVar("Row_co", bound=Mapping[str, Any], covariant=True)
+
+
+class Read(Generic[Row_co]):
     """A SELECT built once, with named bound parameters, and run as rows of plain dicts.
+
+    `shape`, the rows' static type, is a TypedDict whose keys the statement selects, in its
+    order: checked once, when the statement is built. The rows themselves stay the driver's
+    values in plain dicts, never validated or converted on their way out. Without a shape the
+    rows are plain `dict[str, Any]`.
 
     The SQL is compiled once per dialect and run on the driver's connection directly: the
     same SQL, without SQLAlchemy's per-execution work, which on a 500-row page costs more
@@ -244,9 +256,20 @@ class Read:
     - Any other SQLAlchemy connection: through SQLAlchemy as usual.
     """
 
-    def __init__(self, stmt: Select[*tuple[Any, ...]]) -> None:
+    @overload
+    def __init__(self: Read[dict[str, Any]], stmt: Select[*tuple[Any, ...]]) -> None: ...
+
+    @overload
+    def __init__(self, stmt: Select[*tuple[Any, ...]], shape: type[Row_co]) -> None: ...
+
+    def __init__(self, stmt: Select[*tuple[Any, ...]], shape: type[Row_co] | None = None) -> None:
         self.stmt = stmt
         self.keys: tuple[str, ...] = tuple(str(column.key) for column in stmt.selected_columns)
+        if shape is not None and self.keys != tuple(shape.__annotations__):
+            raise TypeError(
+                f"{shape.__name__} names {', '.join(shape.__annotations__)}; "
+                f"the statement selects {', '.join(self.keys)}"
+            )
         self._json: tuple[int, ...] = ()
         self._pg_direct = False
         self._compiled: dict[str, _Compiled] = {}
@@ -279,6 +302,9 @@ class Read:
         self._compiled[dialect.name] = found
         return found
 
+    # The rows of whichever statement this is, by column key, as the driver gave them: `rows`
+    # gives them their statement's type.
+
     def _from_pg(self, compiled: _Compiled, records: list[Any]) -> list[dict[str, Any]]:
         keys = self.keys
         if compiled.results:  # a column asyncpg does not decode as SQLAlchemy would
@@ -297,18 +323,23 @@ class Read:
                     row[keys[i]] = orjson.loads(value)
         return rows
 
-    def _args(self, compiled: _Compiled, params: dict[str, Any]) -> list[Any]:
+    def _args(self, compiled: _Compiled, params: Mapping[str, object]) -> list[object]:
         return [params[name] if name in params else compiled.fixed[name] for name in compiled.names]
 
-    async def rows(self, conn: ReadConnection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def rows(self, conn: ReadConnection, params: Mapping[str, object]) -> list[Row_co]:
+        """The statement's rows for these parameter values (every bound name but the fixed)."""
         if isinstance(conn, AsyncConnection):
-            return await self._rows_on(conn, params)
-        # asyncpg's, from read_connection
-        compiled = self._compile(_PG_DIALECT)
-        records = await conn.fetch(compiled.sql, *self._args(compiled, params))
-        return self._from_pg(compiled, records)
+            found = await self._rows_on(conn, params)
+        else:  # asyncpg's, from read_connection
+            compiled = self._compile(_PG_DIALECT)
+            records = await conn.fetch(compiled.sql, *self._args(compiled, params))
+            found = self._from_pg(compiled, records)
+        # The keys are the shape's (checked in __init__); the values are the columns' own.
+        return cast("list[Row_co]", found)
 
-    async def _rows_on(self, conn: AsyncConnection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _rows_on(
+        self, conn: AsyncConnection, params: Mapping[str, object]
+    ) -> list[dict[str, Any]]:
         keys = self.keys
         dialect = conn.dialect.name
         compiled = self._compile(conn.dialect)

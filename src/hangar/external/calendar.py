@@ -8,9 +8,10 @@ TEXT values are escaped. Tests read the output back with the `icalendar` parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+
+from hangar.reservations.queries import CalendarEntry
 
 PRODID = "-//hangar//External API 1.1.0//EN"
 _FOLD_AT = 75
@@ -54,13 +55,13 @@ def fold(line: str) -> str:
     return "\r\n ".join(p.decode() for p in parts) + "\r\n"
 
 
-def summary(row: Mapping[str, Any]) -> str:
+def summary(row: CalendarEntry) -> str:
     """The aircraft id, a space, then the activity type (only the type when no aircraft)."""
     aircraft = row["aircraft_id"]
     return f"{aircraft} {row['activity_type']}" if aircraft else str(row["activity_type"])
 
 
-def feed(rows: Iterable[Mapping[str, Any]], *, domain: str, now: datetime) -> bytes:
+def feed(rows: Iterable[CalendarEntry], *, domain: str, now: datetime) -> bytes:
     stamp = _utc(now)
     uid_suffix = "@" + escape_text(domain)
     # Many reservations share a start or an end (bookings are on the hour): format each

@@ -24,6 +24,8 @@ _DESCRIPTION = (
 
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
+    """The document as FastAPI builds it (JSON, typed as FastAPI types it), narrowed to the
+    public API and given its servers and security schemes."""
     doc = get_openapi(
         title="hangar external API",
         version=API_VERSION,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Query, Request
 from fastapi.routing import APIRoute
@@ -35,14 +35,17 @@ from hangar.squawks import queries as squawk_queries
 from hangar.squawks.models import SquawkStatus
 from hangar.squawks.schemas import Squawk
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
+# FastAPI's type for an operation's documented answers: status to OpenAPI fragments (JSON).
+_Responses = dict[int | str, dict[str, Any]]
+
+_ERRORS: _Responses = {
     401: {"model": ErrorBody, "description": "Missing, malformed, unknown, revoked or expired key"},
     403: {"model": ErrorBody, "description": "The key lacks this operation's scope"},
     422: {"model": ValidationErrorBody, "description": "Invalid query parameters"},
     429: {"model": ErrorBody, "description": "Per-key limit of 60/min or 1000/hour reached"},
     503: {"model": ErrorBody, "description": "A datastore is unreachable for now; retry later"},
 }
-_CURSOR_ERROR: dict[int | str, dict[str, Any]] = {
+_CURSOR_ERROR: _Responses = {
     400: {"model": ErrorBody, "description": "INVALID_CURSOR: `after` is not from these results"},
 }
 _SCOPE = "x-required-scope"
@@ -113,14 +116,23 @@ class KeyedRoute(APIRoute):
 router = APIRouter(prefix=PREFIX, tags=["external"], route_class=KeyedRoute)
 
 
+class _Operation(TypedDict):
+    """The keywords of `router.get` that document an operation (its scope and its answers)."""
+
+    summary: str
+    responses: _Responses
+    openapi_extra: dict[str, Any]  # merged into the operation's OpenAPI object as it stands
+    response_class: type[Response]
+
+
 def _doc(
     scope: str,
     model: Any,
     summary: str,
     *,
     query_key: bool = False,
-    errors: dict[int | str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    errors: _Responses | None = None,
+) -> _Operation:
     scheme = _QUERY_KEY if query_key else "bearerAuth"
     return {
         "summary": summary,
@@ -128,9 +140,6 @@ def _doc(
         "openapi_extra": {"security": [{scheme: [scope]}], _SCOPE: scope},
         "response_class": Response,
     }
-
-
-Reader = Callable[..., Awaitable[list[dict[str, Any]]]]
 
 
 def _canonical(moment: datetime | None) -> str:
@@ -224,10 +233,7 @@ async def list_members(request: Request) -> Response:
     "/maintenance-logs",
     **_doc("read:maintenance", list[MaintenanceLog], "List the 500 most recent log entries"),
 )
-async def list_maintenance_logs(
-    request: Request,
-    aircraft_id: str | None = None,
-) -> Response:
+async def list_maintenance_logs(request: Request, aircraft_id: str | None = None) -> Response:
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
     if aircraft_id is not None and aircraft is None:
         return json_response([])
@@ -240,10 +246,7 @@ async def list_maintenance_logs(
     "/work-orders",
     **_doc("read:maintenance", list[WorkOrder], "List the 500 most recent work orders"),
 )
-async def list_work_orders(
-    request: Request,
-    status: WorkOrderStatus | None = None,
-) -> Response:
+async def list_work_orders(request: Request, status: WorkOrderStatus | None = None) -> Response:
     by = caller(request)
     rows = await maintenance_queries.work_orders(by.conn, by.key, status=status)
     return json_response(rows)

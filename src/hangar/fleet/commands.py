@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
 
 from pydantic import Field, model_validator
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.models import Aircraft, MelItem
-from hangar.fleet.schemas import Aircraft as AircraftOut
-from hangar.ids import new_id
+from hangar.fleet.models import Aircraft, MelCategory, MelItem
+from hangar.fleet.schemas import AircraftRow, MelItemRow
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict, invalid
-from hangar.kit.rows import inserted, locked, moved, public, referenced, soft_delete
+from hangar.kit.rows import created, locked, moved, public, referenced, soft_delete
 from hangar.orgs.access import Actor
 from hangar.webhooks import catalogue, outbox
 
@@ -37,7 +35,7 @@ class NewAircraftBody(RequestBody):
 class NewMelItemBody(RequestBody):
     aircraft_id: BodyId
     item_description: str = Field(min_length=1, max_length=2000)
-    mel_category: Literal["a", "b", "c", "d"]
+    mel_category: MelCategory
     due_date: BodyDate
     deferral_date: BodyDate | None = None
 
@@ -48,19 +46,9 @@ class NewMelItemBody(RequestBody):
         return self
 
 
-def mel_view(row: Any) -> dict[str, Any]:
-    # MEL items have no public resource; this is the mel.created data plus the item's state.
-    return {
-        **catalogue.mel_created(row),
-        "status": row["status"],
-        "expired_at": row["expired_at"],
-        "created_at": row["created_at"],
-    }
-
-
 async def create_aircraft(
     conn: AsyncConnection, actor: Actor, body: NewAircraftBody, now: datetime
-) -> dict[str, Any]:
+) -> AircraftRow:
     tail = body.tail_number.strip().upper()
     taken = await conn.scalar(
         select(Aircraft.id).where(
@@ -71,14 +59,8 @@ async def create_aircraft(
     )
     if taken is not None:
         raise Conflict(f"{tail} is already in the fleet", "TAIL_NUMBER_TAKEN")
-    values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
-        "tail_number": tail,
-        "is_active": True,
-        "created_at": now,
-    }
-    return public(await inserted(conn, insert(Aircraft).values(values)), AircraftOut)
+    values = body.model_dump() | {"tail_number": tail, "is_active": True}
+    return public(await created(conn, Aircraft, actor.org_id, values, now), AircraftRow)
 
 
 async def delete_aircraft(
@@ -89,44 +71,44 @@ async def delete_aircraft(
 
 async def deactivate(
     conn: AsyncConnection, actor: Actor, aircraft_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> AircraftRow:
     """Grounds the aircraft by hand: aircraft.grounded with reason admin_deactivate."""
-    current = await locked(conn, Aircraft, actor.org_id, aircraft_id, "aircraft")
-    if not current["is_active"]:
-        raise Conflict("The aircraft is already inactive")
-    row = await moved(
-        conn,
-        update(Aircraft)
-        .where(Aircraft.id == aircraft_id, Aircraft.is_active.is_(True))
-        .values(is_active=False),
-        "The aircraft was deactivated meanwhile",
-    )
-    data = catalogue.aircraft_grounded(row, reason="admin_deactivate")
-    await outbox.record(conn, actor.org_id, [catalogue.AIRCRAFT_GROUNDED], data, now)
-    return public(row, AircraftOut)
+    return await _set_active(conn, actor, aircraft_id, False, now)
 
 
 async def reactivate(
     conn: AsyncConnection, actor: Actor, aircraft_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> AircraftRow:
+    """aircraft.reactivated."""
+    return await _set_active(conn, actor, aircraft_id, True, now)
+
+
+async def _set_active(
+    conn: AsyncConnection, actor: Actor, aircraft_id: uuid.UUID, active: bool, now: datetime
+) -> AircraftRow:
+    state, move = ("active", "reactivated") if active else ("inactive", "deactivated")
     current = await locked(conn, Aircraft, actor.org_id, aircraft_id, "aircraft")
-    if current["is_active"]:
-        raise Conflict("The aircraft is already active")
+    if current["is_active"] == active:
+        raise Conflict(f"The aircraft is already {state}")
     row = await moved(
         conn,
         update(Aircraft)
-        .where(Aircraft.id == aircraft_id, Aircraft.is_active.is_(False))
-        .values(is_active=True),
-        "The aircraft was reactivated meanwhile",
+        .where(Aircraft.id == aircraft_id, Aircraft.is_active.is_(not active))
+        .values(is_active=active),
+        f"The aircraft was {move} meanwhile",
     )
-    data = catalogue.aircraft_reactivated(row)
-    await outbox.record(conn, actor.org_id, [catalogue.AIRCRAFT_REACTIVATED], data, now)
-    return public(row, AircraftOut)
+    if active:
+        event, data = catalogue.AIRCRAFT_REACTIVATED, catalogue.aircraft_reactivated(row)
+    else:
+        event = catalogue.AIRCRAFT_GROUNDED
+        data = catalogue.aircraft_grounded(row, reason="admin_deactivate")
+    await outbox.record(conn, actor.org_id, [event], data, now)
+    return public(row, AircraftRow)
 
 
 async def create_mel_item(
     conn: AsyncConnection, actor: Actor, body: NewMelItemBody, now: datetime
-) -> dict[str, Any]:
+) -> MelItemRow:
     """Defers an item onto the aircraft's MEL: mel.created."""
     await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
     today = now.astimezone(UTC).date()
@@ -134,14 +116,11 @@ async def create_mel_item(
         # The expiry job would expire it within the minute; refuse the contradiction instead.
         raise invalid("due_date", "it is already past")
     values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
         "status": "deferred",
         "deferral_date": body.deferral_date or today,
-        "created_at": now,
     }
-    row = await inserted(conn, insert(MelItem).values(values))
+    row = await created(conn, MelItem, actor.org_id, values, now)
     await outbox.record(
         conn, actor.org_id, [catalogue.MEL_CREATED], catalogue.mel_created(row), now
     )
-    return mel_view(row)
+    return public(row, MelItemRow)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
+from typing import Literal
 
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
 
-MEL_CATEGORIES = ("a", "b", "c", "d")
-MEL_STATUSES = ("deferred", "expired", "cleared")
+MelCategory = Literal["a", "b", "c", "d"]
+MelStatus = Literal["deferred", "expired", "cleared"]
 
 
 class Aircraft(Base):

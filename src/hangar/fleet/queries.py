@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.fleet.models import Aircraft
 from hangar.fleet.schemas import Aircraft as AircraftOut
+from hangar.fleet.schemas import AircraftRow
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import rows, scoped
 
@@ -16,10 +16,11 @@ COLUMNS = [getattr(Aircraft, name) for name in field_names(AircraftOut)]
 
 
 @functools.cache
-def _fleet() -> Read:
+def _fleet() -> Read[AircraftRow]:
     # Built at the first request, once every model (and so every column type) is declared.
-    return Read(scoped(Aircraft, *COLUMNS).order_by(Aircraft.tail_number, Aircraft.id))
+    stmt = scoped(Aircraft, *COLUMNS).order_by(Aircraft.tail_number, Aircraft.id)
+    return Read(stmt, AircraftRow)
 
 
-async def fleet(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def fleet(conn: ReadConnection, key: KeyContext) -> list[AircraftRow]:
     return await rows(conn, _fleet(), key)

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.auth.key_format import SCOPES, generate_key
 from hangar.auth.models import ApiKey
 from hangar.ids import new_id
-from hangar.kit.errors import ApiError, invalid
+from hangar.kit.errors import Unprocessable, invalid
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,10 @@ def checked_scopes(scopes: Iterable[str]) -> list[str]:
     """The scopes in a stable order, or the spec's 422 for none or an unknown one."""
     wanted = list(dict.fromkeys(scopes))
     if not wanted:
-        raise ApiError(422, "API_KEY_SCOPES_REQUIRED", "An API key needs at least one scope")
+        raise Unprocessable("API_KEY_SCOPES_REQUIRED", "An API key needs at least one scope")
     unknown = [s for s in wanted if s not in SCOPES]
     if unknown:
-        raise ApiError(
-            422,
+        raise Unprocessable(
             "UNKNOWN_SCOPE",
             f"Unknown scope {unknown[0]}; known scopes are {', '.join(SCOPES)}",
         )

@@ -51,29 +51,36 @@ def encode(key: bytes, org_id: uuid.UUID, context: str, position: Position) -> s
     return _b64(payload) + "." + _b64(_mac(key, org_id, context, payload))
 
 
+class InvalidCursor(ApiError):
+    """400: not a cursor of these results (forged, altered, another organization's, or made
+    under other filters)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            400,
+            "INVALID_CURSOR",
+            "The cursor is not valid here: pass back next_cursor exactly, with the same filters",
+        )
+
+
 def decode(key: bytes, org_id: uuid.UUID, context: str, cursor: str) -> Position:
-    invalid = ApiError(
-        400,
-        "INVALID_CURSOR",
-        "The cursor is not valid here: pass back next_cursor exactly, with the same filters",
-    )
     if len(cursor) > _MAX_CURSOR_LENGTH or cursor.count(".") != 1:
-        raise invalid
+        raise InvalidCursor
     body, mac = cursor.split(".")
     try:
         payload, given_mac = _unb64(body), _unb64(mac)
     except (binascii.Error, ValueError):
-        raise invalid from None
+        raise InvalidCursor from None
     # The decoder skips stray characters, takes "+/" for "-_" and ignores trailing bits:
     # only the exact text we issued is accepted, so no altered cursor passes for the same one.
     if _b64(payload) != body or _b64(given_mac) != mac:
-        raise invalid
+        raise InvalidCursor
     if not hmac.compare_digest(given_mac, _mac(key, org_id, context, payload)):
-        raise invalid
+        raise InvalidCursor
     # Signed by us, so well formed; still, never let a surprise become a 500.
     try:
         micros, id_hex = orjson.loads(payload)
         start = None if micros is None else _EPOCH + timedelta(microseconds=int(micros))
         return Position(start_time=start, id=uuid.UUID(hex=id_hex))
     except (ValueError, TypeError, OverflowError):
-        raise invalid from None
+        raise InvalidCursor from None

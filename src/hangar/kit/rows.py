@@ -9,23 +9,32 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias, TypeVar, cast
 
-from pydantic import BaseModel
-from sqlalchemy import Insert, Select, Update, select, update
+from sqlalchemy import Insert, Select, Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.db.base import Base
+from hangar.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, invalid
-from hangar.kit.schemas import field_names
 from hangar.kit.scoping import OrgOwned
 
+# A whole row of the table the caller named, by column name, as the database holds it. Its
+# shape is that table's, which the kit cannot name: the commands read the few columns they
+# decide on, and hand the row to `public` and to the event builders.
+Record: TypeAlias = Mapping[str, Any]
 
-def public(row: Mapping[str, Any], schema: type[BaseModel]) -> dict[str, Any]:
-    """The row in the public API's shape: exactly the schema's fields, nothing private."""
-    return {name: row[name] for name in field_names(schema)}
+# A TypedDict of the public fields of a resource (`ReservationRow`, ...), in the schema's order.
+Public = TypeVar("Public", bound=Mapping[str, Any])
 
 
-async def written(conn: AsyncConnection, stmt: Insert | Update) -> dict[str, Any] | None:
+def public(row: Record, shape: type[Public]) -> Public:
+    """The row in the public API's shape: exactly `shape`'s keys, in its order (the order of
+    the JSON), nothing private."""
+    return cast(Public, {name: row[name] for name in shape.__annotations__})
+
+
+async def written(conn: AsyncConnection, stmt: Insert | Update) -> Record | None:
     """Runs an INSERT or UPDATE and returns the row as the database holds it, or None.
 
     Payloads are built from this row, not from the request: timestamps come back in UTC
@@ -35,10 +44,23 @@ async def written(conn: AsyncConnection, stmt: Insert | Update) -> dict[str, Any
     return None if row is None else row._asdict()
 
 
-async def inserted(conn: AsyncConnection, stmt: Insert) -> dict[str, Any]:
+async def inserted(conn: AsyncConnection, stmt: Insert) -> Record:
     row = await written(conn, stmt)
     assert row is not None
     return row
+
+
+async def created(
+    conn: AsyncConnection,
+    model: type[Base],
+    org_id: uuid.UUID,
+    values: Mapping[str, Any],
+    now: datetime,
+) -> Record:
+    """A new row of `model` for this organization: `values` (a body's fields and what the
+    command decides), under a new id, created now."""
+    row = {**values, "id": new_id(), "org_id": org_id, "created_at": now}
+    return await inserted(conn, insert(model).values(row))
 
 
 def _live(model: type[OrgOwned], org_id: uuid.UUID, row_id: uuid.UUID) -> Select[Any]:
@@ -49,7 +71,7 @@ def _live(model: type[OrgOwned], org_id: uuid.UUID, row_id: uuid.UUID) -> Select
 
 async def locked(
     conn: AsyncConnection, model: type[OrgOwned], org_id: uuid.UUID, row_id: uuid.UUID, what: str
-) -> dict[str, Any]:
+) -> Record:
     """The live row, locked until the transaction ends (PostgreSQL), or 404.
 
     SQLite ignores FOR UPDATE; its writers are serialized, and `moved` re-checks the state.
@@ -60,7 +82,7 @@ async def locked(
     return dict(row._mapping)
 
 
-async def moved(conn: AsyncConnection, stmt: Update, lost: str) -> dict[str, Any]:
+async def moved(conn: AsyncConnection, stmt: Update, lost: str) -> Record:
     """Runs an UPDATE whose WHERE restates the expected state; the row as written, or 409.
 
     No row back means a concurrent move changed the state first.
@@ -93,9 +115,8 @@ async def referenced(
     org_id: uuid.UUID,
     row_id: uuid.UUID,
     field: str,
-) -> dict[str, Any]:
-    """A live row of this organization named in a body, or 422 naming the field."""
+) -> None:
+    """A live row of this organization is named in a body, or 422 naming the field."""
     row = (await conn.execute(_live(model, org_id, row_id))).first()
     if row is None:
         raise invalid(field, "no such record here")
-    return dict(row._mapping)

@@ -4,6 +4,13 @@ Resources stay open (extra keys allowed), as the spec's versioning asks; the err
 the one error shape of every endpoint. The resource schemas themselves live with their
 features (reservations/schemas.py, ...): they name the features' enums, which the kit may not
 import.
+
+A feature's schemas.py holds each resource twice, field for field in the same order:
+- the schema (`Reservation`, a pydantic model): the JSON and its OpenAPI description, and the
+  single list of the public fields that the queries select;
+- its row type (`ReservationRow`, a TypedDict): what the queries and the actions return, as
+  Python holds it before JSON (ids are UUIDs there). A static type only: nothing is built or
+  validated per row. Its order is the JSON's; `hangar.db.engine.Read` holds every query to it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ class ErrorBody(Open):
 
 
 class ValidationErrorBody(ErrorBody):
+    # Published in the OpenAPI document as a list of open objects ({loc, msg} today); a
+    # closer type would change the published description.
     errors: list[dict[str, Any]]
 
 

@@ -11,13 +11,16 @@ organization reads exactly like an unknown one.
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import BindParameter, Select, bindparam, select
 
 from hangar.db.engine import Read, ReadConnection
 
 ORG_PARAM = "scope_org_id"
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
 
 
 class OrgOwned(Protocol):
@@ -53,6 +56,6 @@ def scoped(model: type[OrgOwned], *columns: Any) -> Select[Any]:
     )
 
 
-async def rows(conn: ReadConnection, read: Read, key: OfOrg, **params: Any) -> list[dict[str, Any]]:
+async def rows(conn: ReadConnection, read: Read[Row], key: OfOrg, **params: object) -> list[Row]:
     """Runs a statement made from `scoped(...)` for the key's organization."""
     return await read.rows(conn, {**params, ORG_PARAM: key.org_id})

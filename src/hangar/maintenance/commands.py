@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
-from sqlalchemy import insert, update
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict
 from hangar.kit.params import AwareDateTime
-from hangar.kit.rows import inserted, locked, moved, public, referenced
+from hangar.kit.rows import created, locked, moved, public, referenced
 from hangar.maintenance.models import EventType, MaintenanceLog, WorkOrder, WorkOrderStatus
-from hangar.maintenance.schemas import MaintenanceLog as MaintenanceLogOut
-from hangar.maintenance.schemas import WorkOrder as WorkOrderOut
+from hangar.maintenance.schemas import MaintenanceLogRow, WorkOrderRow
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import require_member
 
@@ -75,30 +73,20 @@ async def _check_signers(conn: AsyncConnection, actor: Actor, body: WorkOrderFie
 
 async def create_log(
     conn: AsyncConnection, actor: Actor, body: NewLogBody, now: datetime
-) -> dict[str, Any]:
+) -> MaintenanceLogRow:
     """A new entry, its text kept whole (only the public API cuts it), returned whole."""
     await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
-    values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
-        "event_date": body.event_date or now.astimezone(UTC).date(),
-        "created_at": now,
-    }
-    return public(await inserted(conn, insert(MaintenanceLog).values(values)), MaintenanceLogOut)
+    values = body.model_dump() | {"event_date": body.event_date or now.astimezone(UTC).date()}
+    return public(await created(conn, MaintenanceLog, actor.org_id, values, now), MaintenanceLogRow)
 
 
 async def create_work_order(
     conn: AsyncConnection, actor: Actor, body: NewWorkOrderBody, now: datetime
-) -> dict[str, Any]:
+) -> WorkOrderRow:
     await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
     await _check_signers(conn, actor, body)
-    values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
-        "status": "open",
-        "created_at": now,
-    }
-    return public(await inserted(conn, insert(WorkOrder).values(values)), WorkOrderOut)
+    values = body.model_dump() | {"status": "open"}
+    return public(await created(conn, WorkOrder, actor.org_id, values, now), WorkOrderRow)
 
 
 async def update_work_order(
@@ -107,7 +95,7 @@ async def update_work_order(
     work_order_id: uuid.UUID,
     body: WorkOrderPatch,
     now: datetime,
-) -> dict[str, Any]:
+) -> WorkOrderRow:
     """The new status plus whichever other fields the body names."""
     current = await locked(conn, WorkOrder, actor.org_id, work_order_id, "work order")
     if current["status"] in FINAL:
@@ -123,4 +111,4 @@ async def update_work_order(
         .values(values),
         "The work order was closed meanwhile",
     )
-    return public(row, WorkOrderOut)
+    return public(row, WorkOrderRow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
-from typing import Literal, get_args
+from typing import Literal
 
 from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -13,8 +13,6 @@ from hangar.db.base import Base, id_column
 
 EventType = Literal["100hr", "annual", "oil_change", "ad", "other"]
 WorkOrderStatus = Literal["open", "in_progress", "completed", "cancelled"]
-EVENT_TYPES: tuple[str, ...] = get_args(EventType)
-WORK_ORDER_STATUSES: tuple[str, ...] = get_args(WorkOrderStatus)
 
 
 class MaintenanceLog(Base):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any
 
 from sqlalchemy import func
 
@@ -14,6 +13,7 @@ from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.maintenance.schemas import MaintenanceLog as MaintenanceLogOut
+from hangar.maintenance.schemas import MaintenanceLogRow, WorkOrderRow
 from hangar.maintenance.schemas import WorkOrder as WorkOrderOut
 
 RECENT_LIMIT = 500
@@ -39,28 +39,28 @@ _WORK_ORDER_COLUMNS = [getattr(WorkOrder, name) for name in field_names(WorkOrde
 
 
 @functools.cache
-def _logs(aircraft: bool) -> Read:
+def _logs(aircraft: bool) -> Read[MaintenanceLogRow]:
     stmt = scoped(MaintenanceLog, *_LOG_COLUMNS)
     if aircraft:
         stmt = stmt.where(
             MaintenanceLog.aircraft_id == bound("aircraft_id", MaintenanceLog.aircraft_id)
         )
     stmt = stmt.order_by(MaintenanceLog.event_date.desc().nulls_last(), MaintenanceLog.id.desc())
-    return Read(stmt.limit(RECENT_LIMIT))
+    return Read(stmt.limit(RECENT_LIMIT), MaintenanceLogRow)
 
 
 @functools.cache
-def _work_orders(status: bool) -> Read:
+def _work_orders(status: bool) -> Read[WorkOrderRow]:
     stmt = scoped(WorkOrder, *_WORK_ORDER_COLUMNS)
     if status:
         stmt = stmt.where(WorkOrder.status == bound("status", WorkOrder.status))
     stmt = stmt.order_by(WorkOrder.created_at.desc().nulls_last(), WorkOrder.id.desc())
-    return Read(stmt.limit(RECENT_LIMIT))
+    return Read(stmt.limit(RECENT_LIMIT), WorkOrderRow)
 
 
 async def logs(
     conn: ReadConnection, key: KeyContext, *, aircraft_id: uuid.UUID | None
-) -> list[dict[str, Any]]:
+) -> list[MaintenanceLogRow]:
     if aircraft_id is None:
         return await rows(conn, _logs(False), key)
     return await rows(conn, _logs(True), key, aircraft_id=aircraft_id)
@@ -68,7 +68,7 @@ async def logs(
 
 async def work_orders(
     conn: ReadConnection, key: KeyContext, *, status: str | None
-) -> list[dict[str, Any]]:
+) -> list[WorkOrderRow]:
     if status is None:
         return await rows(conn, _work_orders(False), key)
     return await rows(conn, _work_orders(True), key, status=status)

@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
 from hangar.auth.passwords import hash_password
-from hangar.kit.errors import ApiError, Conflict
-from hangar.orgs.members import account_of, add_member
+from hangar.kit.errors import Conflict, Unprocessable
+from hangar.orgs.members import Contact, account_of, add_member
 
 
 @dataclass(frozen=True)
@@ -34,37 +34,24 @@ class Bootstrapped:
 async def bootstrap_member(
     conn: AsyncConnection,
     org_id: uuid.UUID,
+    person: Contact,
     *,
-    email: str,
     role: str,
     password: str | None,
     now: datetime,
-    first_name: str = "",
-    last_name: str = "",
-    phone: str | None = None,
 ) -> Bootstrapped:
-    exists = await account_of(conn, email) is not None
+    exists = await account_of(conn, person.email) is not None
     if exists and password is not None:
         raise Conflict(
-            f"{email.strip().lower()} already has an account, and its password belongs to its "
-            "owner: omit --password to add the membership",
+            f"{person.email.strip().lower()} already has an account, and its password belongs "
+            "to its owner: omit --password to add the membership",
             "ACCOUNT_EXISTS",
         )
     if not exists and password is None:
-        raise ApiError(
-            422, "VALIDATION_ERROR", "--password is required: this email has no account yet"
+        raise Unprocessable(
+            "VALIDATION_ERROR", "--password is required: this email has no account yet"
         )
-    member = await add_member(
-        conn,
-        org_id,
-        email=email,
-        role=role,
-        now=now,
-        status="active",
-        first_name=first_name,
-        last_name=last_name,
-        phone=phone,
-    )
+    member = await add_member(conn, org_id, person, role=role, now=now, status="active")
     if member.account_created:
         assert password is not None
         await conn.execute(

@@ -10,7 +10,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.ids import new_id
-from hangar.kit.errors import ApiError, Conflict, invalid
+from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
 
 
@@ -27,15 +27,18 @@ async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UU
     return org_id
 
 
-async def org_exists(conn: AsyncConnection, org_id: uuid.UUID) -> bool:
+async def require_org(conn: AsyncConnection, org_id: uuid.UUID) -> None:
+    """The organization exists, or 404 naming the id: for the operator (CLI, seeding), who
+    gave the id; a request's organization is decided by hangar.orgs.access instead."""
     found = await conn.scalar(select(Organization.id).where(Organization.id == org_id))
-    return found is not None
+    if found is None:
+        raise NotFound(detail=f"no organization with id {org_id}")
 
 
 # One organization's members, as adding someone and accepting an invitation both check them.
 
 
-def already_member(email: str, status: str) -> ApiError:
+def already_member(email: str, status: str) -> Conflict:
     said = "is already invited (pending)" if status == "pending" else "is already a member"
     return Conflict(f"{email} {said}", "ALREADY_MEMBER")
 

@@ -30,7 +30,7 @@ import secrets
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
 from hangar.ids import new_id
-from hangar.kit.errors import ApiError
+from hangar.kit.errors import Conflict, NotFound
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import Invitation, Membership, Organization, Role
 
@@ -47,8 +47,8 @@ LIFETIME = timedelta(days=7)
 MAX_TOKEN_LENGTH = 100
 
 
-def not_valid() -> ApiError:
-    return ApiError(404, "NOT_FOUND", "This invitation link is not valid or has expired")
+def not_valid() -> NotFound:
+    return NotFound(detail="This invitation link is not valid or has expired")
 
 
 def token_hash(token: str) -> str:
@@ -103,6 +103,16 @@ async def account_with(conn: AsyncConnection, email: str, *, lock: bool = False)
     return None if row is None else Account(row.id, row.password_hash is not None)
 
 
+class Preview(TypedDict):
+    """What GET /api/invitations/{token} and the page show the holder of the link."""
+
+    org_name: str
+    role_name: str | None
+    email: str
+    expires_at: datetime
+    needs_password: bool
+
+
 @dataclass(frozen=True)
 class Open:
     """A usable invitation, as its holder may see it."""
@@ -127,8 +137,7 @@ class Open:
         account = self.account
         return account is None or not (account.has_password or account.belongs_elsewhere)
 
-    def public(self) -> dict[str, Any]:
-        """What GET /api/invitations/{token} and the page show the holder of the link."""
+    def public(self) -> Preview:
         return {
             "org_name": self.org_name,
             "role_name": self.role_name,
@@ -216,13 +225,12 @@ async def accept(conn: AsyncConnection, token: str, user_id: uuid.UUID, now: dat
     return Accepted(found, user_id, found.email)
 
 
-class EmailTaken(ApiError):
+class EmailTaken(Conflict):
     def __init__(self) -> None:
         super().__init__(
-            409,
-            "ACCOUNT_EXISTS",
             "An account with this email was set up meanwhile: sign in with it and accept the "
             "invitation",
+            "ACCOUNT_EXISTS",
         )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 from sqlalchemy import func, insert, select, update
@@ -30,8 +30,19 @@ from hangar.orgs import invitations
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import ROLE_NAMES, Membership, Role
+from hangar.orgs.schemas import FullMemberRow
 
 MemberStatus = Literal["active", "pending"]
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A person as this organization records them on the membership (never an account's)."""
+
+    email: str
+    first_name: str = ""
+    last_name: str = ""
+    phone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,17 +78,14 @@ async def account_of(conn: AsyncConnection, email: str) -> uuid.UUID | None:
 async def add_member(
     conn: AsyncConnection,
     org_id: uuid.UUID,
+    person: Contact,
     *,
-    email: str,
     role: str,
     now: datetime,
     status: MemberStatus = "active",
-    first_name: str = "",
-    last_name: str = "",
-    phone: str | None = None,
     is_discovery: bool = False,
 ) -> NewMember:
-    """A membership of this organization for `email`, 409 if it has one already.
+    """A membership of this organization for `person`'s email, 409 if it has one already.
 
     - `active` is for the operator (CLI, demo, seed, tests): the membership is the email's
       account's, and the account is made (without a password) if the email has none. An
@@ -87,7 +95,7 @@ async def add_member(
     """
     if role not in ROLE_NAMES:
         raise invalid("role", f"must be one of {', '.join(ROLE_NAMES)}")
-    email = normalized_email(email)
+    email = normalized_email(person.email)
     role_id = await conn.scalar(select(Role.id).where(Role.org_id == org_id, Role.name == role))
     if role_id is None:
         raise NotFound("organization")
@@ -119,9 +127,9 @@ async def add_member(
             is_discovery=is_discovery,
             joined_at=joined_at,
             email=email,
-            first_name=first_name,
-            last_name=last_name,
-            phone=phone,
+            first_name=person.first_name,
+            last_name=person.last_name,
+            phone=person.phone,
         )
     )
     return NewMember(
@@ -145,27 +153,15 @@ class Invited:
 async def invite_member(
     conn: AsyncConnection,
     org_id: uuid.UUID,
+    person: Contact,
     *,
-    email: str,
     role: str,
     now: datetime,
-    first_name: str = "",
-    last_name: str = "",
-    phone: str | None = None,
     is_discovery: bool = False,
 ) -> Invited:
     """A pending membership and its invitation; the admin's API and `hangar member invite`."""
     member = await add_member(
-        conn,
-        org_id,
-        email=email,
-        role=role,
-        now=now,
-        status="pending",
-        first_name=first_name,
-        last_name=last_name,
-        phone=phone,
-        is_discovery=is_discovery,
+        conn, org_id, person, role=role, now=now, status="pending", is_discovery=is_discovery
     )
     issued = await invitations.issue(conn, org_id, member.membership_id, member.email, now)
     return Invited(member, issued)
@@ -181,9 +177,16 @@ class NewMemberBody(RequestBody):
     is_discovery: bool = False
 
 
+class InvitedMember(FullMemberRow):
+    """The answer to an admin's invitation: the public Member, and its link, shown once."""
+
+    invitation_url: str
+    invitation_expires_at: datetime
+
+
 async def create_member(
     conn: AsyncConnection, actor: Actor, body: NewMemberBody, public_url: str, now: datetime
-) -> dict[str, Any]:
+) -> InvitedMember:
     """POST /api/orgs/{org_id}/members: an invitation, answered with the public Member (every
     contact field) plus the link, shown this once.
 
@@ -191,16 +194,9 @@ async def create_member(
     back from an account: the same fields, whoever the email belongs to, and a `user_id`
     that is the invitation's own placeholder (made now), never an existing account's.
     """
+    person = Contact(body.email, body.first_name, body.last_name, body.phone)
     invited = await invite_member(
-        conn,
-        actor.org_id,
-        email=body.email,
-        role=body.role,
-        now=now,
-        first_name=body.first_name,
-        last_name=body.last_name,
-        phone=body.phone,
-        is_discovery=body.is_discovery,
+        conn, actor.org_id, person, role=body.role, now=now, is_discovery=body.is_discovery
     )
     member = invited.member
     return {
@@ -211,9 +207,9 @@ async def create_member(
         "is_discovery": body.is_discovery,
         "joined_at": member.joined_at,
         "email": member.email,
-        "first_name": body.first_name,
-        "last_name": body.last_name,
-        "phone": body.phone,
+        "first_name": person.first_name,
+        "last_name": person.last_name,
+        "phone": person.phone,
         "invitation_url": invitations.link(public_url, invited.invitation.token),
         "invitation_expires_at": invited.invitation.expires_at,
     }

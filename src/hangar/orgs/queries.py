@@ -9,12 +9,12 @@ placeholder until the person accepts.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.scoping import rows, scoped
 from hangar.orgs.models import Membership, Role
+from hangar.orgs.schemas import FullMemberRow, MemberRow
 
 FULL_SCOPE = "read:members.full"
 
@@ -30,12 +30,13 @@ _CONTACT_COLUMNS = [Membership.email, Membership.first_name, Membership.last_nam
 
 
 @functools.cache
-def _members(full: bool) -> Read:
+def _members(full: bool) -> Read[MemberRow]:
     # Built at the first request, once every model (and so every column type) is declared.
     stmt = scoped(Membership, *_COLUMNS, *(_CONTACT_COLUMNS if full else ()))
     stmt = stmt.outerjoin(Role, Role.id == Membership.role_id)
-    return Read(stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id))
+    stmt = stmt.order_by(Membership.joined_at.asc().nulls_last(), Membership.id)
+    return Read(stmt, FullMemberRow if full else MemberRow)
 
 
-async def members(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def members(conn: ReadConnection, key: KeyContext) -> list[MemberRow]:
     return await rows(conn, _members(FULL_SCOPE in key.scopes), key)

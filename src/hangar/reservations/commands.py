@@ -9,24 +9,23 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
-from sqlalchemy import Update, func, insert, select, update
+from sqlalchemy import Update, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
 from hangar.kit.bodies import BodyId, RequestBody
-from hangar.kit.errors import ApiError, Conflict, Forbidden
+from hangar.kit.errors import Conflict, Forbidden
 from hangar.kit.params import AwareDateTime
-from hangar.kit.rows import inserted, locked, moved, public, referenced
+from hangar.kit.rows import Record, created, locked, moved, public, referenced
 from hangar.kit.rows import soft_delete as _soft_delete
 from hangar.orgs.access import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
 from hangar.orgs.commands import require_member
 from hangar.reservations.models import ActivityType, Reservation
-from hangar.reservations.schemas import Reservation as ReservationOut
+from hangar.reservations.schemas import ReservationRow
 from hangar.squawks.models import Squawk
 from hangar.webhooks import catalogue, outbox
 
@@ -75,7 +74,7 @@ class StatusBody(RequestBody):
     status: Literal["no_show", "expired"]
 
 
-def _forbidden() -> ApiError:
+def _forbidden() -> Forbidden:
     return Forbidden(
         f"This needs the capability {RESERVATIONS_MANAGE}: the reservation is another pilot's"
     )
@@ -83,7 +82,7 @@ def _forbidden() -> ApiError:
 
 async def _open_reservation(
     conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, move: str
-) -> dict[str, Any]:
+) -> Record:
     """The locked reservation, if the actor may act on it and it is still open."""
     current = await locked(conn, Reservation, actor.org_id, reservation_id, "reservation")
     if not actor.can(RESERVATIONS_MANAGE) and current["pilot_id"] != actor.user_id:
@@ -97,9 +96,17 @@ def _still_open(reservation_id: uuid.UUID) -> Update:
     return update(Reservation).where(Reservation.id == reservation_id, Reservation.status.in_(OPEN))
 
 
+def _not_checked_in(reservation_id: uuid.UUID) -> Update:
+    return _still_open(reservation_id).where(Reservation.checked_in_at.is_(None))
+
+
+CLOSED_MEANWHILE = "The reservation was closed meanwhile"
+CHECKED_IN_MEANWHILE = "The reservation was checked in or closed meanwhile"
+
+
 async def create(
     conn: AsyncConnection, actor: Actor, body: NewReservationBody, now: datetime
-) -> dict[str, Any]:
+) -> ReservationRow:
     """reservation.created, plus reservation.confirmed with the same bytes when confirmed."""
     pilot_id = body.pilot_id if "pilot_id" in body.model_fields_set else actor.user_id
     if pilot_id != actor.user_id and not actor.can(RESERVATIONS_MANAGE):
@@ -109,36 +116,27 @@ async def create(
     for field, user_id in (("pilot_id", pilot_id), ("instructor_id", body.instructor_id)):
         if user_id is not None:
             await require_member(conn, actor.org_id, user_id, field)
-    values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
-        "pilot_id": pilot_id,
-        "created_at": now,
-    }
-    row = await inserted(conn, insert(Reservation).values(values))
+    values = body.model_dump() | {"pilot_id": pilot_id}
+    row = await created(conn, Reservation, actor.org_id, values, now)
     names = [catalogue.RESERVATION_CREATED]
     if row["status"] == "confirmed":
         names.append(catalogue.RESERVATION_CONFIRMED)
     await outbox.record(conn, actor.org_id, names, catalogue.reservation_created(row), now)
-    return public(row, ReservationOut)
+    return public(row, ReservationRow)
 
 
 async def cancel(
-    conn: AsyncConnection,
-    actor: Actor,
-    reservation_id: uuid.UUID,
-    body: CancelBody,
-    now: datetime,
-) -> dict[str, Any]:
+    conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, body: CancelBody, now: datetime
+) -> ReservationRow:
     await _open_reservation(conn, actor, reservation_id, "cancelled")
     row = await moved(
         conn,
         _still_open(reservation_id).values(status="cancelled", cancellation_reason=body.reason),
-        "The reservation was closed meanwhile",
+        CLOSED_MEANWHILE,
     )
     data = catalogue.reservation_cancelled(row)
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CANCELLED], data, now)
-    return public(row, ReservationOut)
+    return public(row, ReservationRow)
 
 
 async def _blocking_issues(
@@ -176,7 +174,7 @@ async def check_in(
     reservation_id: uuid.UUID,
     body: CheckInBody | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> ReservationRow:
     """Pre-flight check-in; a blocking issue refuses it unless `force`, which is recorded."""
     current = await _open_reservation(conn, actor, reservation_id, "checked in")
     if current["checked_in_at"] is not None:
@@ -187,15 +185,11 @@ async def check_in(
             f"Check-in blocked: {'; '.join(issues)} (force overrides)", "CHECK_IN_BLOCKED"
         )
     row = await moved(
-        conn,
-        _still_open(reservation_id)
-        .where(Reservation.checked_in_at.is_(None))
-        .values(checked_in_at=now),
-        "The reservation was checked in or closed meanwhile",
+        conn, _not_checked_in(reservation_id).values(checked_in_at=now), CHECKED_IN_MEANWHILE
     )
     data = catalogue.reservation_checked_in(row, forced=bool(issues))
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CHECKED_IN], data, now)
-    return public(row, ReservationOut)
+    return public(row, ReservationRow)
 
 
 async def checkout(
@@ -204,7 +198,7 @@ async def checkout(
     reservation_id: uuid.UUID,
     body: CheckoutBody,
     now: datetime,
-) -> dict[str, Any]:
+) -> ReservationRow:
     """End of flight: completed, the aircraft's Hobbs advanced, two identical events."""
     current = await _open_reservation(conn, actor, reservation_id, "checked out")
     if current["checked_in_at"] is None:
@@ -214,7 +208,7 @@ async def checkout(
         _still_open(reservation_id).values(
             status="completed", completed_at=now, hobbs_out=body.hobbs_out, hobbs_in=body.hobbs_in
         ),
-        "The reservation was closed meanwhile",
+        CLOSED_MEANWHILE,
     )
     if row["aircraft_id"] is not None:
         await conn.execute(
@@ -224,28 +218,20 @@ async def checkout(
         )
     names = [catalogue.RESERVATION_COMPLETED, catalogue.FLIGHT_SESSION_COMPLETED]
     await outbox.record(conn, actor.org_id, names, catalogue.reservation_completed(row), now)
-    return public(row, ReservationOut)
+    return public(row, ReservationRow)
 
 
 async def set_status(
-    conn: AsyncConnection,
-    actor: Actor,
-    reservation_id: uuid.UUID,
-    body: StatusBody,
-    now: datetime,
-) -> dict[str, Any]:
+    conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, body: StatusBody, now: datetime
+) -> ReservationRow:
     """Staff mark an open reservation no_show or expired; no event is defined for either."""
     current = await _open_reservation(conn, actor, reservation_id, f"marked {body.status}")
     if current["checked_in_at"] is not None:
         raise Conflict(f"A checked-in reservation cannot be marked {body.status}")
     row = await moved(
-        conn,
-        _still_open(reservation_id)
-        .where(Reservation.checked_in_at.is_(None))
-        .values(status=body.status),
-        "The reservation was checked in or closed meanwhile",
+        conn, _not_checked_in(reservation_id).values(status=body.status), CHECKED_IN_MEANWHILE
     )
-    return public(row, ReservationOut)
+    return public(row, ReservationRow)
 
 
 async def soft_delete(

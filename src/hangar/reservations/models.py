@@ -13,7 +13,6 @@ from hangar.db.base import Base, id_column
 
 ActivityType = Literal["dual_training", "solo", "ground", "checkride", "flight_review", "checkout"]
 ReservationStatus = Literal["confirmed", "standby", "completed", "cancelled", "no_show", "expired"]
-ACTIVITY_TYPES: tuple[str, ...] = get_args(ActivityType)
 STATUSES: tuple[str, ...] = get_args(ReservationStatus)
 
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Select, bindparam, tuple_
 
@@ -24,11 +24,23 @@ from hangar.kit.cursor import Position
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, scoped
 from hangar.kit.scoping import rows as scoped_rows
-from hangar.reservations.models import Reservation
+from hangar.reservations.models import ActivityType, Reservation, ReservationStatus
 from hangar.reservations.schemas import Reservation as ReservationOut
+from hangar.reservations.schemas import ReservationRow
 
 COLUMNS = [getattr(Reservation, name) for name in field_names(ReservationOut)]
 CALENDAR_LIMIT = 500
+
+
+class CalendarEntry(TypedDict):
+    """A reservation as the calendar feed shows it: only dated ones are in it."""
+
+    id: uuid.UUID
+    aircraft_id: uuid.UUID | None
+    activity_type: ActivityType
+    start_time: datetime
+    end_time: datetime
+    status: ReservationStatus
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ class Filters:
 
 
 @functools.cache
-def _dated(shape: tuple[bool, ...], after: bool) -> Read:
+def _dated(shape: tuple[bool, ...], after: bool) -> Read[ReservationRow]:
     """The dated run of a page, for one combination of filters present."""
     stmt = _filtered(shape).where(Reservation.start_time.is_not(None))
     if after:
@@ -57,16 +69,17 @@ def _dated(shape: tuple[bool, ...], after: bool) -> Read:
             )
         )
     stmt = stmt.order_by(Reservation.start_time.desc(), Reservation.id.desc())
-    return Read(stmt.limit(bindparam("limit")))
+    return Read(stmt.limit(bindparam("limit")), ReservationRow)
 
 
 @functools.cache
-def _undated(shape: tuple[bool, ...], after: bool) -> Read:
+def _undated(shape: tuple[bool, ...], after: bool) -> Read[ReservationRow]:
     """The undated run of a page (no start-time bound can be in `shape`)."""
     stmt = _filtered(shape).where(Reservation.start_time.is_(None))
     if after:
         stmt = stmt.where(Reservation.id < bound("after_id", Reservation.id))
-    return Read(stmt.order_by(Reservation.id.desc()).limit(bindparam("limit")))
+    stmt = stmt.order_by(Reservation.id.desc())
+    return Read(stmt.limit(bindparam("limit")), ReservationRow)
 
 
 # Each filter of `Filters`: its column and how it compares (start_after is inclusive).
@@ -93,11 +106,11 @@ async def page(
     filters: Filters,
     after: Position | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[ReservationRow]:
     values = {name: getattr(filters, name) for name, _, _ in _FILTER_COLUMNS}
     shape = tuple(value is not None for value in values.values())
     params = {name: value for name, value in values.items() if value is not None}
-    rows: list[dict[str, Any]] = []
+    rows: list[ReservationRow] = []
     if after is None or after.start_time is not None:
         if after is not None:
             params.update(after_start=after.start_time, after_id=after.id)
@@ -116,23 +129,21 @@ async def page(
 
 
 @functools.cache
-def _calendar() -> Read:
+def _calendar() -> Read[CalendarEntry]:
     # Built at the first request, once every column type is declared (see `scoped`).
-    return Read(
-        scoped(
-            Reservation,
-            Reservation.id,
-            Reservation.aircraft_id,
-            Reservation.activity_type,
-            Reservation.start_time,
-            Reservation.end_time,
-            Reservation.status,
-        )
-        .where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
-        .order_by(Reservation.start_time.desc(), Reservation.id.desc())
-        .limit(CALENDAR_LIMIT)
+    stmt = scoped(
+        Reservation,
+        Reservation.id,
+        Reservation.aircraft_id,
+        Reservation.activity_type,
+        Reservation.start_time,
+        Reservation.end_time,
+        Reservation.status,
     )
+    stmt = stmt.where(Reservation.start_time.is_not(None), Reservation.end_time.is_not(None))
+    stmt = stmt.order_by(Reservation.start_time.desc(), Reservation.id.desc())
+    return Read(stmt.limit(CALENDAR_LIMIT), CalendarEntry)
 
 
-async def calendar(conn: ReadConnection, key: KeyContext) -> list[dict[str, Any]]:
+async def calendar(conn: ReadConnection, key: KeyContext) -> list[CalendarEntry]:
     return await scoped_rows(conn, _calendar(), key)

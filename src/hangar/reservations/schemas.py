@@ -1,12 +1,11 @@
-"""A reservation, as the public API and its OpenAPI description show it.
-
-The single list of the resource's public fields: the queries select exactly these names.
-Open (extra keys allowed: `hangar.kit.schemas.Open`), as the spec's versioning asks.
-"""
+"""A reservation, as the public API shows it: the schema and its row type (hangar.kit.schemas
+says how the two go together)."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
+from typing import TypedDict
 
 from pydantic import Field
 
@@ -19,6 +18,21 @@ class Reservation(Open):
     aircraft_id: str | None
     pilot_id: str | None
     instructor_id: str | None
+    activity_type: ActivityType
+    start_time: datetime | None
+    end_time: datetime | None
+    status: ReservationStatus
+    checked_in_at: datetime | None
+    completed_at: datetime | None
+
+
+class ReservationRow(TypedDict):
+    """What the public reads and the actions return: `Reservation`'s fields, in its order."""
+
+    id: uuid.UUID
+    aircraft_id: uuid.UUID | None
+    pilot_id: uuid.UUID | None
+    instructor_id: uuid.UUID | None
     activity_type: ActivityType
     start_time: datetime | None
     end_time: datetime | None

@@ -17,7 +17,7 @@ from hangar.auth.models import ApiKey, User
 from hangar.auth.passwords import hash_password
 from hangar.keys.issuing import issue_key
 from hangar.orgs.commands import create_org
-from hangar.orgs.members import add_member
+from hangar.orgs.members import Contact, add_member
 from hangar.orgs.models import Membership, Organization, Role
 from hangar.seed.seeding import Progress, Sizes, seed_org
 
@@ -55,15 +55,8 @@ async def prepare_demo(
     found = await _find(conn)
     if found is None:
         org_id = await create_org(conn, ORG_NAME, now)
-        admin = await add_member(
-            conn,
-            org_id,
-            email=ADMIN_EMAIL,
-            role="admin",
-            now=now,
-            first_name="Avery",
-            last_name="Admin",
-        )
+        person = Contact(ADMIN_EMAIL, "Avery", "Admin")
+        admin = await add_member(conn, org_id, person, role="admin", now=now)
         admin_id = admin.user_id
         await seed_org(conn, org_id, SIZES, now=now, rng=rng, progress=progress)
     else:

@@ -14,8 +14,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.fleet.models import Aircraft
-from hangar.kit.errors import ApiError
-from hangar.orgs.commands import org_exists
+from hangar.kit.errors import Unprocessable
+from hangar.orgs.commands import require_org
 from hangar.orgs.models import Membership, Role
 from hangar.seed import fleet, maintenance, people, reservations, squawks
 from hangar.seed.bulk import BATCH, BulkWriter, writer_for
@@ -83,12 +83,10 @@ async def seed_org(
     """Adds `sizes` rows to the organization; returns the counts added, by kind."""
     rng = rng or random.Random()
     progress = progress or Silent()
-    if not await org_exists(conn, org_id):
-        raise ApiError(404, "NOT_FOUND", f"no organization with id {org_id}")
+    await require_org(conn, org_id)
     needs_aircraft = sizes.squawks or sizes.maintenance_logs or sizes.work_orders
     if needs_aircraft and not sizes.aircraft and not await _live_aircraft(conn, org_id):
-        raise ApiError(
-            422,
+        raise Unprocessable(
             "VALIDATION_ERROR",
             "squawks, maintenance logs and work orders need an aircraft; "
             "the organization has none and none is being seeded",

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import Update, insert, update
+from sqlalchemy import Update, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict
-from hangar.kit.rows import inserted, locked, moved, public, referenced
+from hangar.kit.rows import created, locked, moved, public, referenced
 from hangar.orgs.access import Actor
 from hangar.squawks.models import Severity, Squawk
-from hangar.squawks.schemas import Squawk as SquawkOut
+from hangar.squawks.schemas import SquawkRow
 from hangar.webhooks import catalogue, outbox
 
 
@@ -40,25 +39,22 @@ def _unresolved(squawk_id: uuid.UUID) -> Update:
 
 async def report(
     conn: AsyncConnection, actor: Actor, body: NewSquawkBody, now: datetime
-) -> dict[str, Any]:
+) -> SquawkRow:
     await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
     values = body.model_dump() | {
-        "id": new_id(),
-        "org_id": actor.org_id,
         "status": "open",
         "is_grounding": body.severity == "grounding",
         "reported_by": actor.user_id,
-        "created_at": now,
     }
-    row = await inserted(conn, insert(Squawk).values(values))
+    row = await created(conn, Squawk, actor.org_id, values, now)
     data = catalogue.squawk_created(row)
     await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_CREATED], data, now)
-    return public(row, SquawkOut)
+    return public(row, SquawkRow)
 
 
 async def set_status(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, body: StatusBody, now: datetime
-) -> dict[str, Any]:
+) -> SquawkRow:
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] in ("resolved", body.status):
         raise Conflict(f"The squawk is already {current['status']}")
@@ -67,12 +63,12 @@ async def set_status(
         _unresolved(squawk_id).where(Squawk.status != body.status).values(status=body.status),
         "The squawk was moved meanwhile",
     )
-    return public(row, SquawkOut)
+    return public(row, SquawkRow)
 
 
 async def resolve(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> SquawkRow:
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] == "resolved":
         raise Conflict("The squawk is already resolved")
@@ -85,12 +81,12 @@ async def resolve(
     )
     data = catalogue.squawk_resolved(row)
     await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_RESOLVED], data, now)
-    return public(row, SquawkOut)
+    return public(row, SquawkRow)
 
 
 async def escalate(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> SquawkRow:
     """Severity becomes grounding (status unchanged); a no-op escalation is a 409."""
     current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
     if current["status"] == "resolved":
@@ -106,4 +102,4 @@ async def escalate(
     )
     data = catalogue.squawk_escalated(row)
     await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_ESCALATED], data, now)
-    return public(row, SquawkOut)
+    return public(row, SquawkRow)

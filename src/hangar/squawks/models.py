@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Literal
 
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -13,8 +13,6 @@ from hangar.db.base import Base, id_column
 
 Severity = Literal["minor", "major", "grounding"]
 SquawkStatus = Literal["open", "in_progress", "resolved", "deferred"]
-SEVERITIES: tuple[str, ...] = get_args(Severity)
-STATUSES: tuple[str, ...] = get_args(SquawkStatus)
 
 
 class Squawk(Base):

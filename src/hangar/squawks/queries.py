@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any
 
 from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
@@ -12,13 +11,14 @@ from hangar.kit.schemas import field_names
 from hangar.kit.scoping import bound, rows, scoped
 from hangar.squawks.models import Squawk
 from hangar.squawks.schemas import Squawk as SquawkOut
+from hangar.squawks.schemas import SquawkRow
 
 COLUMNS = [getattr(Squawk, name) for name in field_names(SquawkOut)]
 RECENT_LIMIT = 500
 
 
 @functools.cache
-def _recent(status: bool, aircraft: bool, is_grounding: bool | None) -> Read:
+def _recent(status: bool, aircraft: bool, is_grounding: bool | None) -> Read[SquawkRow]:
     """One statement per combination of filters present (values are bound parameters;
     is_grounding, a boolean, is written into the SQL as before: IS true / IS false)."""
     stmt = scoped(Squawk, *COLUMNS)
@@ -29,7 +29,7 @@ def _recent(status: bool, aircraft: bool, is_grounding: bool | None) -> Read:
     if is_grounding is not None:
         stmt = stmt.where(Squawk.is_grounding.is_(is_grounding))
     stmt = stmt.order_by(Squawk.created_at.desc().nulls_last(), Squawk.id.desc())
-    return Read(stmt.limit(RECENT_LIMIT))
+    return Read(stmt.limit(RECENT_LIMIT), SquawkRow)
 
 
 async def recent(
@@ -39,7 +39,7 @@ async def recent(
     status: str | None,
     aircraft_id: uuid.UUID | None,
     is_grounding: bool | None,
-) -> list[dict[str, Any]]:
+) -> list[SquawkRow]:
     read = _recent(status is not None, aircraft_id is not None, is_grounding)
     params = {"status": status, "aircraft_id": aircraft_id}
     return await rows(conn, read, key, **{k: v for k, v in params.items() if v is not None})
