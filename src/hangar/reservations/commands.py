@@ -92,16 +92,19 @@ async def _open_reservation(
     return current
 
 
+# The UPDATEs restate the state they expect; no row back is the 409 that `moved` gives.
 def _still_open(reservation_id: uuid.UUID) -> Update:
     return update(Reservation).where(Reservation.id == reservation_id, Reservation.status.in_(OPEN))
+
+
+_CLOSED_MEANWHILE = "The reservation was closed meanwhile"
 
 
 def _not_checked_in(reservation_id: uuid.UUID) -> Update:
     return _still_open(reservation_id).where(Reservation.checked_in_at.is_(None))
 
 
-CLOSED_MEANWHILE = "The reservation was closed meanwhile"
-CHECKED_IN_MEANWHILE = "The reservation was checked in or closed meanwhile"
+_CHECKED_IN_MEANWHILE = "The reservation was checked in or closed meanwhile"
 
 
 async def create(
@@ -132,7 +135,7 @@ async def cancel(
     row = await moved(
         conn,
         _still_open(reservation_id).values(status="cancelled", cancellation_reason=body.reason),
-        CLOSED_MEANWHILE,
+        _CLOSED_MEANWHILE,
     )
     data = catalogue.reservation_cancelled(row)
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CANCELLED], data, now)
@@ -185,7 +188,7 @@ async def check_in(
             f"Check-in blocked: {'; '.join(issues)} (force overrides)", "CHECK_IN_BLOCKED"
         )
     row = await moved(
-        conn, _not_checked_in(reservation_id).values(checked_in_at=now), CHECKED_IN_MEANWHILE
+        conn, _not_checked_in(reservation_id).values(checked_in_at=now), _CHECKED_IN_MEANWHILE
     )
     data = catalogue.reservation_checked_in(row, forced=bool(issues))
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CHECKED_IN], data, now)
@@ -208,7 +211,7 @@ async def checkout(
         _still_open(reservation_id).values(
             status="completed", completed_at=now, hobbs_out=body.hobbs_out, hobbs_in=body.hobbs_in
         ),
-        CLOSED_MEANWHILE,
+        _CLOSED_MEANWHILE,
     )
     if row["aircraft_id"] is not None:
         await conn.execute(
@@ -229,7 +232,7 @@ async def set_status(
     if current["checked_in_at"] is not None:
         raise Conflict(f"A checked-in reservation cannot be marked {body.status}")
     row = await moved(
-        conn, _not_checked_in(reservation_id).values(status=body.status), CHECKED_IN_MEANWHILE
+        conn, _not_checked_in(reservation_id).values(status=body.status), _CHECKED_IN_MEANWHILE
     )
     return public(row, ReservationRow)
 
