@@ -29,6 +29,7 @@ from hangar.reservations import routes as reservation_routes
 from hangar.services import build_services
 from hangar.squawks import routes as squawk_routes
 from hangar.webhooks import routes as webhook_routes
+from hangar.webhooks.sender import Sender
 
 
 def create_app(
@@ -36,13 +37,17 @@ def create_app(
     settings: Settings | None = None,
     *,
     with_worker: bool = False,
+    sender: Sender | None = None,
 ) -> FastAPI:
-    """The app; `with_worker` also runs the dispatcher and scheduler in this process."""
+    """The app; `with_worker` also runs the dispatcher and scheduler in this process (with
+    `sender`, for tests that deliver to loopback; the production sender otherwise). While it
+    runs, the worker is `app.state.worker`, for the server to stop it early."""
     services = services or build_services(settings or load_settings())
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        worker = Worker(services) if with_worker else None
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        worker = Worker(services, sender) if with_worker else None
+        app.state.worker = worker
         if worker is not None:
             await worker.start()
         # What exists once the app is up (modules, routes, schemas, SQLAlchemy's metadata: some
@@ -68,6 +73,7 @@ def create_app(
     # Each route's body cap (hangar.http_limits), answered before the body is read.
     app.add_middleware(BodyLimit)
     app.state.services = services
+    app.state.worker = None
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)
     app.include_router(health.router)

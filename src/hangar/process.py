@@ -7,6 +7,7 @@ Runs inside `hangar serve` (unless --no-worker) and alone as `hangar worker`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from collections.abc import Mapping
 
@@ -15,6 +16,8 @@ from hangar.jobs.scheduler import Job, run_every_minute
 from hangar.kit.services import Services
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import DeliveryWorker
+
+log = logging.getLogger("hangar.worker")
 
 # Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by.
 JOBS: Mapping[str, Job] = {"mel-expiry": expire_mel_items}
@@ -46,7 +49,12 @@ class Worker:
         await asyncio.gather(self.deliveries.stop(), *scheduler, return_exceptions=True)
 
     def request_stop(self) -> None:
+        """Stop soon (a signal): the scheduler and the dispatcher start nothing new from now
+        on, while `stop` (or `run_forever`) waits for what is under way."""
+        if not self._stop.is_set():
+            log.info("stopping: claiming nothing more, finishing the attempts under way")
         self._stop.set()
+        self.deliveries.request_stop()
 
     async def run_forever(self) -> None:
         loop = asyncio.get_running_loop()

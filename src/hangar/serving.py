@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from types import FrameType
 from typing import Any, ClassVar, Literal, TypedDict
 
 import httptools
+import uvicorn
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import (
@@ -50,6 +53,12 @@ from hangar.http_limits import (
 )
 
 log = logging.getLogger("uvicorn.error")
+
+# How long a stopping server waits for the requests in flight before it cancels them. The
+# worker's attempts under way get their 10 s timeout (hangar.webhooks.sender) in the same
+# stop, so a process asked to stop is gone about ten seconds later at most, whatever it
+# was doing (deploy/'s TimeoutStopSec leaves room above that).
+SHUTDOWN_GRACE_S = 10
 
 BUSY = error_bytes(
     "SERVICE_UNAVAILABLE",
@@ -306,13 +315,31 @@ class UvicornOptions(TypedDict):
     limit_concurrency: int
     backlog: int
     proxy_headers: bool
+    timeout_graceful_shutdown: int
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, which also calls `on_exit` the moment it is asked to stop (SIGTERM,
+    SIGINT), from the signal handler. uvicorn itself only notices at its next tick, then
+    waits for the requests in flight before the app's shutdown: `hangar serve` stops its
+    worker's claiming at once instead, so the attempts under way finish while the requests
+    do, not after them."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._on_exit()
 
 
 def uvicorn_options(limits: ServerLimits | None = None) -> UvicornOptions:
     """uvicorn.run's keyword arguments for serving hangar (besides the app, address and
     logging): uvloop, the bounded httptools protocol, no WebSocket upgrades (hangar has no
     WebSocket route, and an upgraded connection would leave this protocol's bounds), the
-    keep-alive timeout, the concurrency cap and the accept backlog."""
+    keep-alive timeout, the concurrency cap, the accept backlog and the grace given to requests
+    in flight when stopping."""
     limits = limits or ServerLimits()
     return {
         "loop": "uvloop",
@@ -322,4 +349,5 @@ def uvicorn_options(limits: ServerLimits | None = None) -> UvicornOptions:
         "limit_concurrency": limits.max_concurrency,
         "backlog": limits.backlog,
         "proxy_headers": False,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
     }

@@ -1,12 +1,16 @@
-"""`hangar serve`: the API (and, unless --no-worker, the worker beside it)."""
+"""`hangar serve`: the API (and, unless --no-worker, the worker beside it), in one process,
+or with --workers N in N server processes on one port (hangar.cli.processes)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Annotated
 
 import typer
 
-from hangar.cli.common import migrated_settings
+from hangar.cli.common import fail, migrated_settings, settings
+from hangar.cli.worker import SenderFactory
 from hangar.config import Settings
 from hangar.http_limits import ServerLimits
 
@@ -14,12 +18,28 @@ from hangar.http_limits import ServerLimits
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    workers: Annotated[
+        str,
+        typer.Option(
+            help="Server processes on the port: a number, or auto (one per core). "
+            "More than 1 needs PostgreSQL and Redis",
+        ),
+    ] = "1",
     no_worker: Annotated[
         bool, typer.Option("--no-worker", help="Serve only; run no webhook dispatcher here")
     ] = False,
 ) -> None:
     """Migrate the database to head, then serve the API."""
-    run_server(migrated_settings(), host, port, with_worker=not no_worker)
+    from hangar.cli.processes import process_count, refusal
+
+    count = process_count(workers)
+    if count is None:
+        fail(f"--workers must be a number of processes (1 or more) or auto, not {workers!r}")
+    if count > 1:
+        reason = refusal(settings(), count)
+        if reason:
+            fail(reason)
+    run_server(migrated_settings(), host, port, workers=count, with_worker=not no_worker)
 
 
 def run_server(
@@ -27,22 +47,47 @@ def run_server(
     host: str,
     port: int,
     *,
+    workers: int = 1,
     with_worker: bool = True,
     limits: ServerLimits | None = None,
+    sender: SenderFactory | None = None,
 ) -> None:
-    """Serves until interrupted; `serve` and `demo` both end here. `limits`: the defaults of
-    hangar.http_limits unless a test shortens the timeouts."""
+    """Serves until stopped (SIGTERM, SIGINT); `serve` and `demo` both end here. `limits`:
+    the defaults of hangar.http_limits unless a test shortens the timeouts (one process
+    only). `sender`: the production one unless a test delivers to loopback."""
+    if workers > 1:
+        from hangar.cli.processes import serve_processes
+
+        if limits is not None:
+            raise ValueError("shortened limits are for one process only")
+        serve_processes(current, host, port, workers, with_worker=with_worker, sender=sender)
+        return
+
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     from hangar.access_log import log_config
     from hangar.app import create_app
-    from hangar.serving import uvicorn_options
+    from hangar.serving import Server, uvicorn_options
 
-    uvicorn.run(
-        create_app(settings=current, with_worker=with_worker),
+    app = create_app(settings=current, with_worker=with_worker, sender=sender() if sender else None)
+
+    def stop_worker() -> None:
+        # Called from the signal handler, on the thread of the app's event loop.
+        worker = app.state.worker
+        if worker is not None:
+            with contextlib.suppress(RuntimeError):  # no loop yet: the worker has not started
+                asyncio.get_running_loop().call_soon_threadsafe(worker.request_stop)
+
+    config = uvicorn.Config(
+        app,
         host=host,
         port=port,
         log_level="info",
         log_config=log_config(),
         **uvicorn_options(limits),
     )
+    server = Server(config, on_exit=stop_worker)
+    server.run()
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)

@@ -6,14 +6,21 @@ so one slow receiver holds up nobody else. Outcomes are written in batches (`rec
 only by the worker whose lease it still is; a worker that dies mid-attempt, or before its
 outcome is committed, simply lets its lease run out, and the delivery is attempted again
 (at least once delivery).
+
+Stopping (SIGTERM) claims nothing more: attempts under way finish (each within its 10 s
+timeout) and are recorded, and claimed deliveries not yet started are given back at once
+(their leases cleared and the other workers woken), so a stop takes one attempt's time at
+most and loses no delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +35,7 @@ from hangar.db.engine import reader
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
+from hangar.webhooks.outbox import wake_dispatchers
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
@@ -139,8 +147,12 @@ class Dispatcher:
         *,
         batch: int = 50,
         concurrency: int = 100,
+        lease: timedelta = LEASE,
     ) -> None:
         self._engine = engine
+        # How long a claim holds its deliveries. Tests of a worker killed mid-run shorten it
+        # (it must still outlast an attempt and its recording, or two workers deliver twice).
+        self.lease = lease
         self._clock = clock
         self._sender = sender
         # Decrypting a secret (Fernet) at every attempt repeats the same work for every
@@ -167,8 +179,10 @@ class Dispatcher:
             self._wake.clear()
             try:
                 claimed = await self.claim()
-                for delivery in claimed:
-                    await self._slots.acquire()
+                for index, delivery in enumerate(claimed):
+                    if not await self._take_slot(stop):
+                        await self._release(claimed[index:])
+                        break
                     task = asyncio.create_task(self._attempt_in_slot(delivery))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -186,6 +200,48 @@ class Dispatcher:
             for s in sleepers:
                 s.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _take_slot(self, stop: asyncio.Event) -> bool:
+        """A slot for one attempt; False, with no slot taken, once `stop` is set (before or
+        while waiting for one): a stopping dispatcher starts no attempt."""
+        if stop.is_set():
+            return False
+        if not self._slots.locked():
+            await self._slots.acquire()  # free: returns at once
+            return True
+        acquiring = asyncio.ensure_future(self._slots.acquire())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait((acquiring, stopping), return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not acquiring.done():
+            # Semaphore.acquire, cancelled, hands a slot it was just given to the next waiter.
+            acquiring.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await acquiring
+            return False
+        if stop.is_set():
+            self._slots.release()
+            return False
+        return True
+
+    async def _release(self, deliveries: Sequence[Claimed]) -> None:
+        """Gives back claimed deliveries that were never attempted: due again at once, for
+        any worker (woken by the commit), instead of when their leases would have run out."""
+        try:
+            async with self._engine.begin() as conn:
+                await conn.execute(
+                    update(Delivery)
+                    .where(
+                        Delivery.id == bindparam("r_id"),
+                        Delivery.status == "pending",
+                        Delivery.lease_until == bindparam("r_lease", type_=UTCDateTime()),
+                    )
+                    .values(lease_until=None),
+                    [{"r_id": d.id, "r_lease": d.lease_until} for d in deliveries],
+                )
+                await wake_dispatchers(conn)
+        except Exception:
+            log.exception("dispatcher: could not release %d leases; they run out", len(deliveries))
 
     async def run_once(self) -> int:
         """Claims what is due now and attempts it all; for tests and `jobs`-style use."""
@@ -211,7 +267,7 @@ class Dispatcher:
 
     async def claim(self) -> list[Claimed]:
         now = self._clock.now()
-        lease_until = now + LEASE
+        lease_until = now + self.lease
         times = {"now": now, "lease": lease_until}
         statements = self._claiming
         if statements.lease_and_read is not None:

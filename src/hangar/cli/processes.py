@@ -1,0 +1,198 @@
+"""`hangar serve --workers N`: N server processes on one port, and one worker process beside
+them.
+
+The process manager is uvicorn's own supervisor (`uvicorn.supervisors.Multiprocess`), not
+gunicorn: uvicorn is already pinned in requirements.lock and gunicorn is not, and gunicorn's
+uvicorn worker would run this same uvicorn server underneath, with hangar's protocol and
+limits passed through a second configuration. The supervisor binds the socket once and hands
+it to N spawned processes that share its accept queue; it restarts a process that dies or
+stops answering its health pings, and on SIGTERM or SIGINT stops them all, each finishing
+the requests in flight (uvicorn's SIGHUP replaces them one by one, SIGTTIN and SIGTTOU add
+and remove one).
+
+hangar adds the worker (webhook dispatcher and scheduler, hangar.process): once, in a
+process of its own that the supervisor starts beside the servers, restarts if it dies, and
+signals first when stopping. One per server process would only multiply the LISTEN
+connections and the claims; `hangar worker` on other machines scales the deliveries.
+
+Each server process builds the app from the environment (`app_from_environment`, uvicorn's
+factory: an app cannot be handed to a spawned process), with hangar's protocol, limits and
+access log in the uvicorn configuration every process gets. The parent writes the settings it
+checked into its environment first, so every process reads exactly those.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import multiprocessing
+import os
+from collections.abc import Callable
+from multiprocessing.context import SpawnProcess
+from socket import socket
+from typing import TYPE_CHECKING
+
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+
+from hangar.cli.worker import SenderFactory, run_worker
+from hangar.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+log = logging.getLogger("uvicorn.error")
+
+APP_FACTORY = "hangar.cli.processes:app_from_environment"
+
+
+def available_cores() -> int:
+    """The cores this process may run on: a container's or a cgroup's share, not the
+    machine's count (what `--workers auto` means)."""
+    return len(os.sched_getaffinity(0))
+
+
+def process_count(text: str) -> int | None:
+    """`--workers`: a whole number from 1, or `auto`; None if it is neither."""
+    if text.strip().lower() == "auto":
+        return available_cores()
+    try:
+        count = int(text)
+    except ValueError:
+        return None
+    return count if count >= 1 else None
+
+
+def refusal(current: Settings, count: int) -> str | None:
+    """Why `count` server processes cannot serve with these settings, in one line, or None."""
+    if current.is_sqlite:
+        return (
+            f"--workers {count} needs PostgreSQL: SQLite takes one writer at a time, so more "
+            "server processes would only queue behind each other; on SQLite serve with "
+            "--workers 1 (the default), or set HANGAR_DATABASE_URL to PostgreSQL and "
+            "HANGAR_REDIS_URL to serve from several processes"
+        )
+    if not current.redis_url:
+        return (
+            f"--workers {count} needs HANGAR_REDIS_URL: without Redis each process would "
+            "count every API key's requests on its own (60 a minute each, not in all); set "
+            "HANGAR_REDIS_URL, or serve with --workers 1"
+        )
+    return None
+
+
+def environment(current: Settings) -> dict[str, str]:
+    """The HANGAR_* variables from which load_settings reads `current` back."""
+    env = {
+        "HANGAR_DATABASE_URL": current.database_url,
+        "HANGAR_SECRET_KEY": current.secret_key,
+        "HANGAR_PUBLIC_URL": current.public_url,
+        "HANGAR_SERVICE_DOMAIN": current.service_domain,
+        "HANGAR_REDIS_PREFIX": current.redis_prefix,
+    }
+    if current.redis_url:
+        env["HANGAR_REDIS_URL"] = current.redis_url
+    return env
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's app factory in each server process (no worker: the supervisor runs one)."""
+    from hangar.app import create_app
+
+    return create_app(settings=load_settings())
+
+
+def _start_worker(current: Settings, sender: SenderFactory | None) -> SpawnProcess:
+    # Spawned like uvicorn's own processes: a fresh interpreter, nothing inherited from the
+    # parent but its environment. Daemonic: should the parent die of an exception, its exit
+    # terminates the worker rather than waiting for it.
+    process = multiprocessing.get_context("spawn").Process(
+        target=run_worker, args=(current, sender), name="hangar-worker", daemon=True
+    )
+    process.start()
+    log.info("Started worker process [%s]", process.pid)
+    return process
+
+
+class ServersAndWorker(Multiprocess):
+    """uvicorn's supervisor of the server processes, keeping one worker process beside them."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        sockets: list[socket],
+        start_worker: Callable[[], SpawnProcess] | None,
+    ) -> None:
+        super().__init__(config, sockets)
+        self._start_worker = start_worker
+        self.worker: SpawnProcess | None = None
+
+    def init_processes(self) -> None:
+        if self._start_worker is not None:
+            self.worker = self._start_worker()
+        super().init_processes()
+
+    def keep_subprocess_alive(self) -> None:
+        super().keep_subprocess_alive()
+        worker = self.worker
+        if self.should_exit.is_set() or worker is None or self._start_worker is None:
+            return
+        if not worker.is_alive():
+            log.warning("Worker process [%s] died (exit code %s)", worker.pid, worker.exitcode)
+            self.worker = self._start_worker()
+
+    def terminate_all(self) -> None:
+        # The worker first: from its SIGTERM it claims nothing more, and its attempts under
+        # way (10 s at most each) finish while the servers finish their requests.
+        if self.worker is not None and self.worker.exitcode is None:
+            self.worker.terminate()
+            log.info("Terminated worker process [%s]", self.worker.pid)
+        super().terminate_all()
+
+    def join_all(self) -> None:
+        super().join_all()
+        if self.worker is not None:
+            self.worker.join()
+
+
+def serve_processes(
+    current: Settings,
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    with_worker: bool,
+    sender: SenderFactory | None = None,
+) -> None:
+    """Serves from `workers` processes until SIGTERM or SIGINT, with one worker process beside
+    them if `with_worker`. `sender`: for tests (hangar.cli.worker.SenderFactory)."""
+    from hangar.access_log import log_config
+    from hangar.serving import uvicorn_options
+
+    os.environ.update(environment(current))
+    config = uvicorn.Config(
+        APP_FACTORY,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        log_config=log_config(),
+        # A process just spawned answers the supervisor's health pings only once its
+        # interpreter has started and imported uvicorn: on a loaded 2-core machine that took
+        # longer than uvicorn's 5 s, and healthy processes were killed as hung at startup.
+        timeout_worker_healthcheck=20,
+        **uvicorn_options(),
+    )
+    start_worker = functools.partial(_start_worker, current, sender) if with_worker else None
+    sock = config.bind_socket()
+    supervisor = ServersAndWorker(config, [sock], start_worker)
+    try:
+        supervisor.run()
+    finally:
+        sock.close()
+    # uvicorn's supervisor stops when a server process cannot start (the same failure would
+    # repeat), but its own exit status says nothing of it.
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        raise SystemExit(STARTUP_FAILURE)
