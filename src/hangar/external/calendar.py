@@ -12,7 +12,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-PRODID = "-//hangar//External API 1.1.0//EN"
+from hangar import __version__
+
+# Fixed for a release (the spec's "fixed PRODID"); it names the API's version, the one number.
+PRODID = f"-//hangar//External API {__version__}//EN"
 _FOLD_AT = 75
 
 
