@@ -13,6 +13,7 @@ from hangar import health, web
 from hangar.accounts import invitation_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
+from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
 from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
@@ -50,6 +51,7 @@ def create_app(
         app.state.worker = worker
         if worker is not None:
             await worker.start()
+        code_revisions()  # read once, now: /api/health/ready compares the database with it
         # What exists once the app is up (modules, routes, schemas, SQLAlchemy's metadata: some
         # 130,000 objects) lives as long as the process. Frozen (after collecting what is
         # already garbage), a full collection no longer walks it, and every request in flight

@@ -1,24 +1,34 @@
-"""GET /api/health"""
+"""GET /api/health (the spec's: the stores answer) and GET /api/health/ready (for load
+balancers: the stores answer and the database's migrations are this release's head)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
 from hangar.db.engine import make_engine
+from hangar.db.migrate import code_revisions, upgrade_async
+from hangar.health import readiness
 from hangar.kit.services import Services
+from tests.fixtures.environment import REDIS_URL
 
 URL = "/api/health"
+READY = "/api/health/ready"
 
 
 def closed_port() -> int:
@@ -29,10 +39,10 @@ def closed_port() -> int:
     return port
 
 
-async def health_of(services: Services) -> httpx.Response:
+async def health_of(services: Services, url: str = URL) -> httpx.Response:
     transport = httpx.ASGITransport(app=create_app(services), raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="https://hangar.example") as c:
-        return await c.get(URL)
+        return await c.get(url)
 
 
 def assert_unavailable(response: httpx.Response, store: str) -> None:
@@ -84,3 +94,129 @@ async def test_503_naming_redis_when_it_is_unreachable(services: Services) -> No
     finally:
         await dead.aclose()
     assert_unavailable(response, "redis")
+
+
+# --- GET /api/health/ready ----------------------------------------------------------------
+
+
+def assert_not_ready(response: httpx.Response, **failed: str) -> dict[str, str]:
+    """A 503 in the one error shape, whose checks name exactly the failed ones."""
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert body["code"] == "SERVICE_UNAVAILABLE"
+    assert body["status"] == "unavailable"
+    assert body["detail"].startswith("Not ready: ")
+    checks: dict[str, str] = body["checks"]
+    assert {name: checks[name] for name in failed} == failed
+    assert "Traceback" not in response.text
+    return checks
+
+
+REDIS_STATE = "ok" if REDIS_URL else "not configured"
+
+
+async def test_ready_when_the_stores_answer_and_the_migrations_are_at_head(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.get(READY)
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "migrations": "ok", "redis": REDIS_STATE},
+    }
+
+
+@pytest.fixture
+async def blank_engine(blank_database_url: str) -> AsyncIterator[tuple[str, AsyncEngine]]:
+    engine = make_engine(blank_database_url)
+    yield blank_database_url, engine
+    await engine.dispose()
+
+
+@pytest.mark.parametrize("revision", ["0005", None], ids=["one-behind", "never-migrated"])
+async def test_not_ready_while_the_database_is_behind_the_code(
+    services: Services, blank_engine: tuple[str, AsyncEngine], revision: str | None
+) -> None:
+    url, engine = blank_engine
+    if revision is not None:
+        await upgrade_async(url, revision)
+    assert code_revisions().heads != {revision}  # the test means something only if so
+    response = await health_of(replace(services, engine=engine), READY)
+    checks = assert_not_ready(response, migrations="behind")
+    assert checks["database"] == "ok"
+    detail = response.json()["detail"]
+    assert "hangar db upgrade" in detail
+    assert (f"at migration {revision}" if revision else "not migrated") in detail
+    # The spec's health says the stores answer; being behind is readiness's business alone.
+    assert (await health_of(replace(services, engine=engine))).status_code == 200
+
+    await upgrade_async(url)
+    ready = await health_of(replace(services, engine=engine), READY)
+    assert ready.status_code == 200, ready.text
+
+
+async def test_not_ready_when_a_newer_release_migrated_the_database(
+    services: Services, blank_engine: tuple[str, AsyncEngine]
+) -> None:
+    url, engine = blank_engine
+    await upgrade_async(url)
+    async with engine.begin() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    response = await health_of(replace(services, engine=engine), READY)
+    assert_not_ready(response, database="ok", migrations="unknown revision")
+    assert "9999" in response.json()["detail"]
+
+
+async def test_not_ready_naming_the_database_when_it_is_unreachable(
+    services: Services, dead_engine: AsyncEngine
+) -> None:
+    response = await health_of(replace(services, engine=dead_engine), READY)
+    assert_not_ready(response, database="unreachable", migrations="not checked")
+    assert "database" in response.json()["detail"]
+
+
+async def test_not_ready_naming_redis_when_it_is_configured_and_unreachable(
+    services: Services,
+) -> None:
+    dead = Redis(host="127.0.0.1", port=closed_port(), retry=Retry(NoBackoff(), 0))
+    try:
+        response = await health_of(replace(services, redis=dead), READY)
+    finally:
+        await dead.aclose()
+    assert_not_ready(response, redis="unreachable", database="ok", migrations="ok")
+    assert "redis" in response.json()["detail"]
+
+
+@pytest.fixture
+async def silent_port() -> AsyncIterator[int]:
+    """A port that accepts connections and never answers: a Redis that hangs."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    yield int(server.sockets[0].getsockname()[1])
+    for writer in held:
+        writer.close()
+    server.close()
+    with contextlib.suppress(Exception):
+        await server.wait_closed()
+
+
+async def test_a_hanging_redis_does_not_hang_the_probe(
+    services: Services, silent_port: int
+) -> None:
+    # No timeouts of the client's own: only the probe's bound can end the wait.
+    hanging = Redis(host="127.0.0.1", port=silent_port, retry=Retry(NoBackoff(), 0))
+    started = time.monotonic()
+    try:
+        # The test's own bound turns a probe that hangs into a failure, not a stuck run.
+        response = await asyncio.wait_for(readiness(replace(services, redis=hanging), 0.2), 5)
+    finally:
+        await hanging.aclose()
+    assert time.monotonic() - started < 2
+    assert response.status_code == 503
+    body = orjson.loads(bytes(response.body))
+    assert body["checks"] == {"database": "ok", "migrations": "ok", "redis": "timed out"}
+    assert "redis gave no answer" in body["detail"]

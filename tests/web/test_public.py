@@ -143,7 +143,10 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
 
 
 def test_the_changelog_is_found_from_the_package(repo_root: Path) -> None:
-    assert repo_root / "CHANGELOG.md" == changelog.CHANGELOG
+    # The package's CHANGELOG.md is the repository's own file, through a link: one source.
+    packaged = Path(str(changelog.CHANGELOG))
+    assert packaged.is_symlink()
+    assert packaged.resolve() == (repo_root / "CHANGELOG.md").resolve()
     assert changelog.load().entries[0].version == API_VERSION
 
 

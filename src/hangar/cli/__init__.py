@@ -7,9 +7,11 @@ print a one-line reason on stderr and exit non-zero. Progress goes to stderr.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
+from hangar import __version__
 from hangar.cli import seed
 from hangar.cli.db import db_app
 from hangar.cli.jobs import jobs_app
@@ -20,6 +22,27 @@ from hangar.cli.worker import worker
 
 # The order of registration is the order of `hangar --help`: commands, then groups.
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"hangar {__version__}")
+        raise typer.Exit()
+
+
+# typer's documented way to a --version: an eager option of the group's callback.
+@app.callback()
+def _options(
+    version: Annotated[
+        bool | None,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit"
+        ),
+    ] = None,
+) -> None:
+    pass
+
+
 app.command()(serve)
 app.command()(worker)
 app.command()(seed.seed)

@@ -11,9 +11,11 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from hangar import __version__
 from hangar.reservations.queries import CalendarEntry
 
-PRODID = "-//hangar//External API 1.1.0//EN"
+# Fixed for a release (the spec's "fixed PRODID"); it names the API's version, the one number.
+PRODID = f"-//hangar//External API {__version__}//EN"
 _FOLD_AT = 75
 
 

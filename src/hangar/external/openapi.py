@@ -7,10 +7,11 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from hangar import __version__
 from hangar.auth.key_format import SCOPES
 from hangar.external.paths import PREFIX
 
-API_VERSION = "1.1.0"
+API_VERSION = __version__
 
 _DESCRIPTION = (
     "Read-only access to one organization's reservations, fleet, squawks, members, "

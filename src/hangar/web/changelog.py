@@ -1,8 +1,9 @@
 """/changelog and /changelog.rss, both made from CHANGELOG.md at the repository root.
 
-The file is found relative to this package (src/hangar/web → the repository), which is where
-an editable install (`pip install -e .`, what ./dev does) runs from. Each `## VERSION — DATE`
-heading starts an entry; the Markdown under it is the entry's text.
+The package ships it: src/hangar/CHANGELOG.md is a link to the repository's file, which a
+built wheel holds as package data, so a checkout and an installed wheel read the same text
+through the package. Each `## VERSION — DATE` heading starts an entry; the Markdown under it
+is the entry's text.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 from email.utils import format_datetime
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
 from starlette.responses import Response
 
 from hangar.kit.routing import services_of
-from hangar.web.pages import HERE, PageRoute, render
+from hangar.web.pages import PageRoute, render
 
 router = APIRouter(route_class=PageRoute)
 
-CHANGELOG = HERE.parents[2] / "CHANGELOG.md"
+CHANGELOG = files("hangar") / "CHANGELOG.md"
 _HEADING = re.compile(r"(?P<version>\S+)\s+[\u2014\u2013-]+\s+(?P<date>\d{4}-\d{2}-\d{2})")
 # Raw HTML in the file is shown as text, never passed through.
 _md = MarkdownIt("commonmark", {"html": False})
@@ -85,13 +87,12 @@ def parse(markdown: str) -> Changelog:
     return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(marked))
 
 
-@lru_cache(maxsize=4)
-def _load(path: Path, mtime_ns: int) -> Changelog:
-    return parse(path.read_text(encoding="utf-8"))
+_parsed = lru_cache(maxsize=4)(parse)
 
 
-def load(path: Path = CHANGELOG) -> Changelog:
-    return _load(path, path.stat().st_mtime_ns)
+def load(source: Traversable = CHANGELOG) -> Changelog:
+    # Read on each request (a few KiB), parsed once per text: an edited file shows at once.
+    return _parsed(source.read_text(encoding="utf-8"))
 
 
 def rss(log: Changelog, public_url: str) -> bytes:

@@ -15,11 +15,11 @@ from starlette.responses import Response
 from hangar.auth.key_format import SCOPES
 from hangar.external.openapi import build_openapi
 from hangar.web.events import EVENTS
-from hangar.web.pages import HERE, PageRoute, render
+from hangar.web.pages import PACKAGE, PageRoute, render
 
 router = APIRouter(route_class=PageRoute)
 
-SNIPPETS = HERE / "snippets"
+SNIPPETS = PACKAGE / "snippets"
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,6 @@ async def docs(request: Request) -> Response:
         operations=operations(doc),
         scopes=SCOPES,
         events=EVENTS,
-        python_snippet=(SNIPPETS / "receiver.py").read_text(),
-        node_snippet=(SNIPPETS / "receiver.js").read_text(),
+        python_snippet=(SNIPPETS / "receiver.py").read_text(encoding="utf-8"),
+        node_snippet=(SNIPPETS / "receiver.js").read_text(encoding="utf-8"),
     )

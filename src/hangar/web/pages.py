@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from datetime import datetime
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from hangar.kit.errors import ApiError, NotFound
 
-HERE = Path(__file__).resolve().parent
+# Templates, static files and snippets are package data: found through the installed
+# package (importlib.resources), so a wheel serves what a checkout serves.
+PACKAGE = files("hangar.web")
 
 # No inline script or style anywhere: everything comes from /static on this origin.
 CSP = (
@@ -34,7 +36,7 @@ SECURITY_HEADERS = {
 }
 
 templates = Environment(
-    loader=FileSystemLoader(HERE / "templates"),
+    loader=PackageLoader("hangar.web", "templates"),
     autoescape=select_autoescape(["html", "xml"]),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -112,6 +114,7 @@ async def static(name: str) -> Response:
     media_type = _STATIC.get(name)
     if media_type is None:
         raise NotFound("file")
-    response = FileResponse(HERE / "static" / name, media_type=media_type)
+    # Two small files: read on each request, as the templates are checked on each render.
+    response = Response((PACKAGE / "static" / name).read_bytes(), media_type=media_type)
     response.headers["Cache-Control"] = "public, max-age=300"
     return response

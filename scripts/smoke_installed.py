@@ -1,0 +1,524 @@
+"""Installed = checkout: run hangar as an operator installs it, and request everything.
+
+Builds the wheel, installs it with its pinned dependencies (requirements.lock, hashes
+checked) into a fresh virtual environment in a temporary directory outside the checkout,
+makes an organization, an admin, a key with every scope, rows and an invitation through the
+installed `hangar` command, starts `hangar serve` on a fresh SQLite database on a free
+loopback port, and requests every GET route of the app (the pages, the screens signed in,
+the public API with the key, the management API with the session), every same-origin link
+those pages carry (static files among them), and the two forms that show a secret once.
+Any answer that is not 2xx or 3xx fails, and so does a `hangar --version` that is not the
+wheel's version. The server is always stopped; the directory is removed unless --keep.
+
+    ./dev smoke            (what .ci/run does; or .venv/bin/python scripts/smoke_installed.py)
+
+It runs under ./dev's environment, whose pinned setuptools builds the wheel; HTTP is the
+standard library's. About a minute, most of it pip installing the pinned dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html.parser
+import http.cookiejar
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# What the build reads: the package and the files its metadata names.
+SOURCES = ("src", "pyproject.toml", "README.md", "CHANGELOG.md")
+SCOPES = (
+    "read:reservations",
+    "read:aircraft",
+    "read:squawks",
+    "read:members",
+    "read:members.full",
+    "read:maintenance",
+)
+PASSWORD = "smoke-test-password-1"  # noqa: S105 - a throwaway account on a throwaway database
+EMAIL = "admin@smoke.example"
+# A public address literal: the webhook form accepts it without DNS, and nothing is sent
+# (no event fires, no Test is pressed).
+WEBHOOK_URL = "https://93.184.215.14/hangar-smoke"
+
+# Every GET route of the app, as the app declares it. tests/test_wheel.py checks that this
+# is exactly the app's list, so a new page cannot be left out of the check.
+GET_ROUTES = (
+    "/api/health",
+    "/api/health/ready",
+    "/api/v1/external/openapi.json",
+    "/api/v1/external/reservations",
+    "/api/v1/external/reservations.ics",
+    "/api/v1/external/aircraft",
+    "/api/v1/external/squawks",
+    "/api/v1/external/members",
+    "/api/v1/external/maintenance-logs",
+    "/api/v1/external/work-orders",
+    "/api/session",
+    "/api/invitations/{token}",
+    "/api/orgs/{org_id}/api-keys",
+    "/api/orgs/{org_id}/webhooks",
+    "/api/orgs/{org_id}/webhooks/{sub_id}",
+    "/api/orgs/{org_id}/webhooks/{sub_id}/deliveries",
+    "/static/{name}",
+    "/login",
+    "/invitations/{token}",
+    "/settings",
+    "/settings/{org_id}/keys",
+    "/settings/{org_id}/keys/new",
+    "/settings/{org_id}/keys/{key_id}/rotate",
+    "/settings/{org_id}/keys/{key_id}/revoke",
+    "/settings/{org_id}/webhooks",
+    "/settings/{org_id}/webhooks/new",
+    "/settings/{org_id}/webhooks/{sub_id}/edit",
+    "/settings/{org_id}/webhooks/{sub_id}/delete",
+    "/settings/{org_id}/webhooks/{sub_id}/deliveries",
+    "/docs",
+    "/changelog",
+    "/changelog.rss",
+)
+PUBLIC_API = "/api/v1/external/"
+MAX_CRAWL = 200  # same-origin links followed from the pages, at most
+
+
+class SmokeFailed(Exception):
+    pass
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+@contextmanager
+def step(title: str) -> Iterator[None]:
+    started = time.monotonic()
+    say(f"== {title}")
+    yield
+    say(f"   ({time.monotonic() - started:.1f} s)")
+
+
+def run(
+    command: list[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """stdout of a command that must succeed within `timeout` seconds."""
+    done = subprocess.run(  # noqa: S603 - our own commands
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise SmokeFailed(
+            f"{' '.join(command[:4])} ... exited {done.returncode}:\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+# --- build and install -------------------------------------------------------------------
+
+
+def build_wheel(work: Path) -> Path:
+    tree, out = work / "sources", work / "dist"
+    for name in SOURCES:
+        source = ROOT / name
+        if source.is_dir():
+            # symlinks=True: the package's CHANGELOG.md stays a link to the root file.
+            skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            shutil.copytree(source, tree / name, symlinks=True, ignore=skip)
+        else:
+            shutil.copy2(source, tree / name)
+    # A copy, so that no build/ in the checkout adds or hides a file; the PEP 517 hook that
+    # `pip wheel` calls, run by this environment's pinned setuptools.
+    build = f"from setuptools import build_meta; build_meta.build_wheel({str(out)!r})"
+    run([sys.executable, "-c", build], cwd=tree, timeout=300)
+    (wheel,) = out.glob("hangar-*.whl")
+    return wheel
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[-_.]+", "-", text).lower()
+
+
+def runtime_requirements() -> str:
+    """The lock's entries that the package's own dependencies need (not the dev extra).
+
+    requirements.lock pins the dev tools too; uv's "# via" notes say who needs each entry,
+    so the run-time set is what the [project] dependencies reach through them. `pip check`
+    afterwards proves the set is complete.
+    """
+    entries: dict[str, list[str]] = {}
+    needed_by: dict[str, set[str]] = {}
+    current = ""
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if match := re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==", line):
+            current = _name(match[1])
+            entries[current], needed_by[current] = [line], set()
+        elif current and line.startswith("    --hash"):
+            entries[current].append(line)
+        elif current and line.startswith("    #"):
+            for who in line.strip().removeprefix("#").strip().removeprefix("via").split(","):
+                if who.strip():
+                    needed_by[current].add(_name(who.split()[0]))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(re.split(r"[\[<>=!~; ]", dep)[0]) for dep in project["dependencies"]}
+    grew = True
+    while grew:
+        more = {name for name, who in needed_by.items() if who & wanted} - wanted
+        wanted |= more
+        grew = bool(more)
+    missing = wanted - entries.keys()
+    if missing:
+        raise SmokeFailed(f"requirements.lock does not pin {sorted(missing)}")
+    return "\n".join(line for name in sorted(wanted) for line in entries[name]) + "\n"
+
+
+def install(work: Path, wheel: Path) -> Path:
+    venv = work / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], timeout=120)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    pins = work / "requirements-runtime.txt"
+    pins.write_text(runtime_requirements())
+    run([*pip, "install", "--no-deps", "--require-hashes", "-r", str(pins)], timeout=900)
+    run([*pip, "install", "--no-deps", str(wheel)], timeout=300)
+    run([*pip, "check"], timeout=120)  # the wheel's declared dependencies are all there
+    say(f"   {venv}: {pins.read_text().count('==')} pinned packages and {wheel.name}")
+    return venv
+
+
+# --- the installed command -----------------------------------------------------------------
+
+
+@dataclass
+class Fixture:
+    org_id: str = ""
+    key: str = ""
+    key_id: str = ""
+    invitation_token: str = ""
+    sub_id: str = ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def environment(venv: Path, run_dir: Path, port: int) -> dict[str, str]:
+    # Nothing of the checkout or of ./dev's environment leaks in: only the fresh venv.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HANGAR_", "PYTHON", "VIRTUAL_ENV"))
+    }
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["HANGAR_DATABASE_URL"] = f"sqlite:///{run_dir / 'hangar.db'}"
+    env["HANGAR_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
+    return env
+
+
+def prepare(hangar: str, run_dir: Path, env: dict[str, str], version: str) -> Fixture:
+    def cli(*args: str) -> str:
+        return run([hangar, *args], cwd=run_dir, env=env, timeout=120)
+
+    def created(*args: str) -> dict[str, str]:
+        found: dict[str, str] = json.loads(cli(*args).strip().splitlines()[-1])
+        return found
+
+    printed = cli("--version").strip()
+    say(f"   hangar --version: {printed}")
+    if printed != f"hangar {version}":
+        raise SmokeFailed(f"`hangar --version` says {printed!r}; the wheel is {version}")
+    cli("db", "upgrade")
+    made = Fixture()
+    made.org_id = created("org", "create", "--name", "Smoke Test Aero")["id"]
+    org = ["--org", made.org_id]
+    created(
+        "user", "create", *org, "--email", EMAIL, "--role", "admin", "--password", PASSWORD,
+        "--first-name", "Smoke", "--last-name", "Admin",
+    )  # fmt: skip
+    scopes = [arg for scope in SCOPES for arg in ("--scope", scope)]
+    key = created("key", "create", *org, "--name", "smoke", *scopes)
+    made.key, made.key_id = key["key"], key["id"]
+    cli(
+        "seed", *org, "--aircraft", "3", "--members", "4", "--reservations", "12",
+        "--squawks", "3", "--maintenance-logs", "3", "--work-orders", "3",
+    )  # fmt: skip
+    invited = created("member", "invite", *org, "--email", "new@smoke.example", "--role", "member")
+    made.invitation_token = invited["invitation_url"].rstrip("/").rsplit("/", 1)[1]
+    return made
+
+
+@contextmanager
+def serving(hangar: str, run_dir: Path, env: dict[str, str], port: int) -> Iterator[str]:
+    base = f"http://127.0.0.1:{port}"
+    log = (run_dir / "server.log").open("wb")
+    server = subprocess.Popen(  # noqa: S603 - the installed command
+        [hangar, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=run_dir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stopping it stops all of it
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until it answers: a poll for readiness, bounded
+            if server.poll() is not None:
+                raise SmokeFailed(f"hangar serve exited {server.returncode} while starting")
+            try:
+                with urllib.request.urlopen(f"{base}/api/health", timeout=2):  # noqa: S310
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SmokeFailed("hangar serve did not answer within 60 s") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        stop(server)
+        log.close()
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is not None:
+        return
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+
+
+# --- requests ------------------------------------------------------------------------------
+
+
+class Links(html.parser.HTMLParser):
+    """Same-origin links (href, src), and the hidden CSRF field and checkboxes of a form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.fields: dict[str, list[str]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        for name in ("href", "src"):
+            target = found.get(name) or ""
+            if target.startswith("/") and not target.startswith("//"):
+                self.links.append(target.split("#")[0])
+        if tag == "input" and found.get("name"):
+            self.fields.setdefault(str(found["name"]), []).append(found.get("value") or "")
+
+
+@dataclass
+class Browser:
+    base: str
+    jar: http.cookiejar.CookieJar = field(default_factory=http.cookiejar.CookieJar)
+    seen: dict[str, int] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
+
+    def request(
+        self, path: str, *, form: dict[str, list[str]] | None = None, bearer: str = ""
+    ) -> tuple[int, bytes]:
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
+        request = urllib.request.Request(self.base + path, data=data)  # noqa: S310
+        if bearer:
+            request.add_header("Authorization", f"Bearer {bearer}")
+        method = "POST" if form is not None else "GET"
+        try:
+            with opener.open(request, timeout=30) as response:
+                status, body, kind = response.status, response.read(), response.headers
+                landed = response.url.removeprefix(self.base)
+        except urllib.error.HTTPError as refused:
+            status, body, kind = refused.code, refused.read(), refused.headers
+            landed = path
+        # Redirects are followed (a 3xx is fine when it leads to a 2xx); say where it led.
+        shown = shorten(path) + (f" -> {shorten(landed)}" if landed != path else "")
+        say(f"   {status} {method} {shown}")
+        self.seen[f"{method} {path}"] = status
+        if not 200 <= status < 400:
+            self.failed.append(f"{status} {method} {path}: {body[:300]!r}")
+        elif "text/html" in kind.get("content-type", ""):
+            self.pages.append(body.decode("utf-8", "replace"))
+        return status, body
+
+    def get(self, path: str, bearer: str = "") -> bytes:
+        return self.request(path, bearer=bearer)[1]
+
+    def form_of(self, path: str) -> dict[str, list[str]]:
+        parser = Links()
+        parser.feed(self.get(path).decode("utf-8", "replace"))
+        return parser.fields
+
+    def crawl(self) -> None:
+        """Every same-origin link of every page seen so far, and of the pages they lead to."""
+        done = {key.split(" ", 1)[1] for key in self.seen if key.startswith("GET ")}
+        followed = 0
+        while self.pages and followed < MAX_CRAWL:
+            parser = Links()
+            parser.feed(self.pages.pop())
+            for link in parser.links:
+                if link and link not in done and followed < MAX_CRAWL:
+                    done.add(link)
+                    followed += 1
+                    self.get(link)
+
+
+def shorten(path: str) -> str:
+    # Ids in full are noise, and the feed's token is a key: neither belongs in a CI log.
+    path = re.sub(r"token=[^&]+", "token=...", path)
+    path = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{6}", "...", path)
+    return re.sub(r"/invitations/[A-Za-z0-9_-]{20,}", "/invitations/...", path)
+
+
+def fill(route: str, made: Fixture) -> list[str]:
+    values = {
+        "org_id": made.org_id,
+        "key_id": made.key_id,
+        "sub_id": made.sub_id,
+        "token": made.invitation_token,
+    }
+    if route == "/static/{name}":
+        return []  # whatever the pages link to, found by the crawl (and checked there)
+    path = route
+    for name, value in values.items():
+        path = path.replace("{" + name + "}", value)
+    return [path]
+
+
+def exercise(base: str, made: Fixture, version: str) -> Browser:
+    browser = Browser(base)
+    doc = json.loads(browser.get("/api/v1/external/openapi.json"))
+    if doc["info"]["version"] != version:
+        raise SmokeFailed(f"OpenAPI info.version is {doc['info']['version']}; the wheel {version}")
+    operations = [(path, op) for path, ops in doc["paths"].items() for op in ops]
+    if len(operations) != 7 or {op for _, op in operations} != {"get"}:
+        raise SmokeFailed(f"the public API should be 7 GET operations, not {operations}")
+    for path, _ in operations:
+        if path.endswith(".ics"):
+            browser.get(f"{path}?token={urllib.parse.quote(made.key)}")
+        else:
+            browser.get(path, bearer=made.key)
+
+    # Sign in through the form, as a person does; the session cookie does the rest.
+    login = browser.form_of("/login")
+    browser.request(
+        "/login",
+        form={
+            "csrf_token": login["csrf_token"],
+            "next": ["/settings"],
+            "email": [EMAIL],
+            "password": [PASSWORD],
+        },
+    )
+    # The two forms whose answers are pages of their own (a key, a secret shown once).
+    settings = f"/settings/{made.org_id}"
+    new_key = browser.form_of(f"{settings}/keys/new")
+    browser.request(
+        f"{settings}/keys/new",
+        form={
+            "csrf_token": new_key["csrf_token"],
+            "name": ["smoke form"],
+            "scopes": ["read:aircraft"],
+        },
+    )
+    new_hook = browser.form_of(f"{settings}/webhooks/new")
+    browser.request(
+        f"{settings}/webhooks/new",
+        form={
+            "csrf_token": new_hook["csrf_token"],
+            "name": ["smoke"],
+            "url": [WEBHOOK_URL],
+            "events": new_hook["events"][-1:],
+        },
+    )
+    subs = json.loads(browser.get(f"/api/orgs/{made.org_id}/webhooks"))
+    listed = subs["data"] if isinstance(subs, dict) else subs
+    made.sub_id = str(listed[0]["id"])
+
+    for route in GET_ROUTES:
+        for path in fill(route, made):
+            if path.startswith(PUBLIC_API) and path != "/api/v1/external/openapi.json":
+                continue  # requested above, with the key
+            browser.get(path)
+    browser.crawl()
+    return browser
+
+
+# --- the whole run -------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hangar-smoke-"))
+    started = time.monotonic()
+    try:
+        with step("build the wheel"):
+            wheel = build_wheel(work)
+            version = wheel.name.split("-")[1]
+            say(f"   {wheel.name}")
+        with step("install it and its pinned dependencies into a fresh environment"):
+            venv = install(work, wheel)
+        hangar = str(venv / "bin" / "hangar")
+        run_dir = work / "run"
+        run_dir.mkdir()
+        port = free_port()
+        env = environment(venv, run_dir, port)
+        with step("an organization, an admin, a key, rows and an invitation, by the CLI"):
+            made = prepare(hangar, run_dir, env, version)
+        with step(f"hangar serve on 127.0.0.1:{port}, every route and every linked file"):
+            try:
+                with serving(hangar, run_dir, env, port) as base:
+                    browser = exercise(base, made, version)
+            finally:
+                log = run_dir / "server.log"
+                errors = [line for line in log.read_text().splitlines() if "Traceback" in line]
+        if browser.failed or errors:
+            say("FAILED:")
+            for line in browser.failed:
+                say(f"   {line}")
+            say(f"server log ({log}):\n" + "\n".join(log.read_text().splitlines()[-40:]))
+            return 1
+        say(
+            f"OK: {len(browser.seen)} requests, all 2xx/3xx, from {wheel.name} installed in a "
+            f"fresh environment ({time.monotonic() - started:.0f} s)"
+        )
+        return 0
+    except (SmokeFailed, subprocess.TimeoutExpired, KeyError, ValueError) as exc:
+        say(f"FAILED: {exc.__class__.__name__}: {exc}")
+        log = work / "run" / "server.log"
+        if log.exists():
+            say(f"server log ({log}):\n" + "\n".join(log.read_text().splitlines()[-40:]))
+        return 1
+    finally:
+        if args.keep:
+            say(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
