@@ -39,10 +39,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.auth import sessions
 from hangar.clock import SystemClock
 from hangar.config import Settings
-from hangar.crypto import derive_key
 from hangar.fleet.models import Aircraft
-from hangar.kit.ratelimit import MemoryRateLimiter
-from hangar.kit.services import Services
+from hangar.services import build_services
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Delivery
 from tests.fixtures.clients import session_for
@@ -50,7 +48,6 @@ from tests.fixtures.counting_receiver import CountingReceiver
 from tests.fixtures.deploy import NGINX, deploy_env, nginx_argv, nginx_config
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
-from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.receivers import https_endpoint
 from tests.fixtures.subprocesses import Started, eventually, free_port, started, until_healthy
 from tests.fixtures.webhooks import subscribe
@@ -127,15 +124,8 @@ async def topology(
         }
     )
     settings = Settings(database_url=database_url, secret_key=SECRET, public_url=base)
-    services = Services(
-        settings=settings,
-        engine=engine,
-        clock=SystemClock(),  # the processes' clock: sessions and deliveries due now
-        limiter=MemoryRateLimiter(),
-        redis=None,
-        cursor_key=derive_key(SECRET, "cursor"),
-        resolver=FakeResolver(),
-    )
+    # The processes' clock: the session and the subscription are written as of now.
+    services = build_services(settings, clock=SystemClock(), engine=engine)
     org = await make_org(engine, "Scale-out Aero")
     plane = await org.add(Aircraft)
     session = await session_for(services, org.admin_id)
