@@ -53,12 +53,20 @@ def _date(value: date | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def squawk_created(s: Row) -> dict[str, Any]:
+# The key order of each payload is the spec's, and part of the bytes signed: the shared
+# leading fields are spelled once, the rest follows in order.
+def _squawk(s: Row, severity: str | None = None) -> dict[str, Any]:
     return {
         "id": _id(s["id"]),
         "aircraft_id": _id(s["aircraft_id"]),
         "description": s["description"],
-        "severity": s["severity"],
+        "severity": severity or s["severity"],
+    }
+
+
+def squawk_created(s: Row) -> dict[str, Any]:
+    return {
+        **_squawk(s),
         "is_grounding": bool(s["is_grounding"]),
         "reported_by": _id(s["reported_by"]),
         "created_at": s["created_at"],
@@ -67,10 +75,7 @@ def squawk_created(s: Row) -> dict[str, Any]:
 
 def squawk_resolved(s: Row) -> dict[str, Any]:
     return {
-        "id": _id(s["id"]),
-        "aircraft_id": _id(s["aircraft_id"]),
-        "description": s["description"],
-        "severity": s["severity"],
+        **_squawk(s),
         "is_grounding": bool(s["is_grounding"]),
         "resolved_by": _id(s["resolved_by"]),
         "resolved_at": s["resolved_at"],
@@ -78,12 +83,7 @@ def squawk_resolved(s: Row) -> dict[str, Any]:
 
 
 def squawk_escalated(s: Row) -> dict[str, Any]:
-    return {
-        "id": _id(s["id"]),
-        "aircraft_id": _id(s["aircraft_id"]),
-        "description": s["description"],
-        "severity": "grounding",
-    }
+    return _squawk(s, severity="grounding")
 
 
 def _reservation_people(r: Row) -> dict[str, Any]:
@@ -95,26 +95,22 @@ def _reservation_people(r: Row) -> dict[str, Any]:
     }
 
 
-def reservation_created(r: Row) -> dict[str, Any]:
-    """Also the data of reservation.confirmed: the two carry identical payloads."""
+def _reservation_slot(r: Row) -> dict[str, Any]:
     return {
         **_reservation_people(r),
         "start_time": r["start_time"],
         "end_time": r["end_time"],
         "activity_type": r["activity_type"],
-        "status": r["status"],
-        "is_backup": bool(r["is_backup"]),
     }
+
+
+def reservation_created(r: Row) -> dict[str, Any]:
+    """Also the data of reservation.confirmed: the two carry identical payloads."""
+    return {**_reservation_slot(r), "status": r["status"], "is_backup": bool(r["is_backup"])}
 
 
 def reservation_cancelled(r: Row) -> dict[str, Any]:
-    return {
-        **_reservation_people(r),
-        "start_time": r["start_time"],
-        "end_time": r["end_time"],
-        "activity_type": r["activity_type"],
-        "cancellation_reason": r["cancellation_reason"] or "",
-    }
+    return {**_reservation_slot(r), "cancellation_reason": r["cancellation_reason"] or ""}
 
 
 def reservation_checked_in(r: Row, *, forced: bool) -> dict[str, Any]:
@@ -154,26 +150,25 @@ def aircraft_reactivated(a: Row) -> dict[str, Any]:
     }
 
 
-def mel_created(m: Row) -> dict[str, Any]:
+def _mel(m: Row) -> dict[str, Any]:
     return {
         "id": _id(m["id"]),
         "aircraft_id": _id(m["aircraft_id"]),
         "item_description": m["item_description"],
         "mel_category": m["mel_category"],
+    }
+
+
+def mel_created(m: Row) -> dict[str, Any]:
+    return {
+        **_mel(m),
         "deferral_date": _date(m["deferral_date"]),
         "due_date": _date(m["due_date"]),
     }
 
 
 def mel_expired(m: Row, *, auto_grounded: bool) -> dict[str, Any]:
-    return {
-        "id": _id(m["id"]),
-        "aircraft_id": _id(m["aircraft_id"]),
-        "item_description": m["item_description"],
-        "mel_category": m["mel_category"],
-        "due_date": _date(m["due_date"]),
-        "auto_grounded": auto_grounded,
-    }
+    return {**_mel(m), "due_date": _date(m["due_date"]), "auto_grounded": auto_grounded}
 
 
 def ping(message: str) -> dict[str, Any]:
