@@ -28,7 +28,7 @@ from sqlalchemy import func, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
-from hangar.auth.key_format import SCOPES
+from hangar.auth.key_format import FULL_WITHOUT_MEMBERS, SCOPES
 from hangar.auth.models import ApiKey
 from hangar.config import Settings
 from hangar.crypto import derive_key
@@ -451,6 +451,65 @@ async def test_errors_are_one_line_on_stderr_and_nothing_on_stdout(cli: Cli) -> 
         keys = set(await conn.scalars(select(ApiKey.name).where(ApiKey.name == "k")))
     assert keys == set()
     assert await _memberships(cli) == members_before
+
+
+async def test_command_line_mistakes_are_one_line_with_where_to_look(cli: Cli) -> None:
+    cases = {
+        ("key", "create", "--bogus"): ("--bogus", "hangar key create --help"),
+        ("key", "create", "--org", cli.org_id): ("--name", "hangar key create --help"),
+        ("serve", "--port", "eighty"): ("--port", "hangar serve --help"),
+        ("nosuch",): ("nosuch", "hangar --help"),
+    }
+
+    ran = await asyncio.gather(*(cli.run(*args) for args in cases))
+
+    for (args, (named, pointer)), result in zip(cases.items(), ran, strict=True):
+        reason = result.refused()
+        assert result.code == 2, (args, result.code)
+        assert reason.startswith("hangar: "), reason
+        assert named in reason, reason
+        assert f"(see `{pointer}`)" in reason, reason
+        assert "╭" not in reason
+        assert "Usage:" not in reason
+
+
+async def test_help_reads_as_prose_with_named_values_and_every_scope(cli: Cli) -> None:
+    top, key_create, serve, seed = await asyncio.gather(
+        cli.run("--help"),
+        cli.run("key", "create", "--help"),
+        cli.run("serve", "--help"),
+        cli.run("seed", "--help"),
+    )
+
+    for ran in (top, key_create, serve, seed):
+        assert ran.code == 0, ran.stderr
+        # Not typer's type labels, not box drawing, not a pointer into our own spec files.
+        assert not re.search(r"<(str|int|bool|list\[str\])>", ran.stdout), ran.stdout
+        assert "╭" not in ran.stdout
+        assert "interfaces.md" not in ran.stdout
+    # A paragraph is re-flowed, not cut where the source line ended.
+    assert "On error they print a one-line reason" in " ".join(top.stdout.split())
+    for scope in SCOPES:
+        assert f"    {scope}\n" in key_create.stdout
+    assert "--scope SCOPE" in key_create.stdout
+    assert "--org ORG_ID" in key_create.stdout
+    assert "--workers N|auto" in serve.stdout
+    assert "--reservations COUNT" in seed.stdout
+
+
+async def test_a_contact_only_key_is_issued_with_a_note_saying_what_it_cannot_read(
+    cli: Cli,
+) -> None:
+    only_full = ["key", "create", "--org", cli.org_id, "--name", "contacts"]
+    full, both = await asyncio.gather(
+        cli.run(*only_full, "--scope", "read:members.full"),
+        cli.run(*only_full, "--scope", "read:members.full", "--scope", "read:members"),
+    )
+
+    assert full.json()["scopes"] == ["read:members.full"]
+    assert full.stderr == f"hangar: note: {FULL_WITHOUT_MEMBERS}\n"
+    assert both.json()["scopes"] == ["read:members", "read:members.full"]
+    assert both.stderr == ""
 
 
 async def _memberships(cli: Cli) -> int:

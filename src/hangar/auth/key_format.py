@@ -22,6 +22,21 @@ SCOPES: dict[str, str] = {
     "read:maintenance": "Maintenance log entries and work orders",
 }
 
+# A key may hold read:members.full without read:members (the spec allows it), and then every
+# call to /members is refused. The key-creation screen says so beside the form
+# (key_new.html); the CLI says it after the key, with this sentence.
+FULL_WITHOUT_MEMBERS = (
+    "read:members.full only adds contact fields: without read:members too, "
+    "this key is refused on /members"
+)
+
+
+def scope_note(scopes: list[str]) -> str | None:
+    """What a key with these scopes may not do that its holder would expect, or None."""
+    if "read:members.full" in scopes and "read:members" not in scopes:
+        return FULL_WITHOUT_MEMBERS
+    return None
+
 
 @dataclass(frozen=True)
 class NewKey:

@@ -1,7 +1,9 @@
-"""The `hangar` command (interfaces.md §1).
+"""hangar, the integration surface: its server, its worker, and the operator's commands.
 
-Commands that create something print one JSON object on stdout and exit 0; on error they
-print a one-line reason on stderr and exit non-zero. Progress goes to stderr.
+Commands that create something print one JSON object on stdout and exit 0. On error they
+print a one-line reason on stderr and exit non-zero (2 for a mistake in the command line
+itself). Progress goes to stderr. Settings come from HANGAR_* environment variables; see
+the README.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import sys
 from typing import Annotated
 
 import typer
+
+# typer carries its own copy of click (typer._click); its exceptions are the ones raised here.
+from typer._click import exceptions as click
 
 from hangar import __version__
 from hangar.cli import seed
@@ -21,7 +26,8 @@ from hangar.cli.serve import serve
 from hangar.cli.worker import worker
 
 # The order of registration is the order of `hangar --help`: commands, then groups.
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+# Plain click layout, as every group has (hangar.cli.common.command_group).
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, rich_markup_mode=None)
 
 
 def _print_version(wanted: bool) -> None:
@@ -55,8 +61,27 @@ app.add_typer(key_app, name="key")
 app.add_typer(jobs_app, name="jobs")
 
 
+def usage_error(exc: click.UsageError) -> str:
+    """A command-line mistake as the one line the README promises, with where to read more."""
+    where = exc.ctx.command_path if exc.ctx is not None else "hangar"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return f"hangar: {message} (see `{where} --help`)"
+
+
 def main() -> None:
+    # Not standalone: click would print a usage block and a boxed error; hangar prints one line.
     try:
-        app()
-    except KeyboardInterrupt:
+        code = app(standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        # A group named alone (`hangar key`): its help, as before, and the usage exit code.
+        typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(2)
+    except click.UsageError as exc:
+        typer.echo(usage_error(exc), err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        typer.echo(f"hangar: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

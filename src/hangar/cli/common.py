@@ -20,8 +20,18 @@ from hangar.orgs.models import ROLE_NAMES
 
 T = TypeVar("T")
 
+
+def command_group(help: str) -> typer.Typer:
+    """A `hangar` command group. Help is click's plain layout (no rich boxes): paragraphs are
+    re-flowed to the terminal and option values read TEXT or INTEGER, not `<list[str]>`."""
+    return typer.Typer(no_args_is_help=True, help=help, rich_markup_mode=None)
+
+
 # --org, as every command that acts in one organization takes it (see `parse_org`).
-OrgOption = Annotated[str, typer.Option(help="Organization id")]
+OrgOption = Annotated[str, typer.Option(metavar="ORG_ID", help="Organization id")]
+# Where `serve` and `demo` listen.
+HostOption = Annotated[str, typer.Option(metavar="ADDRESS", help="Address to listen on")]
+PortOption = Annotated[int, typer.Option(metavar="PORT", help="Port to listen on")]
 
 
 def fail(reason: str) -> NoReturn:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import typer
+from hangar.cli.common import command_group, emit, migrated_settings
 
-from hangar.cli.common import emit, migrated_settings
-
-db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+db_app = command_group("Database schema.")
 
 
 @db_app.command("upgrade")

@@ -7,16 +7,18 @@ from typing import Annotated
 
 import typer
 
-from hangar.cli.common import emit, fail, migrated_settings
+from hangar.cli.common import command_group, emit, fail, migrated_settings
 from hangar.clock import SystemClock
 from hangar.db.engine import make_engine
 from hangar.process import JOBS
 
-jobs_app = typer.Typer(no_args_is_help=True, help="Scheduled jobs, run once by hand.")
+jobs_app = command_group("Scheduled jobs, run once by hand.")
 
 
 @jobs_app.command("run")
-def jobs_run(job: Annotated[str, typer.Argument(help=f"One of {', '.join(JOBS)}")]) -> None:
+def jobs_run(
+    job: Annotated[str, typer.Argument(metavar="JOB", help=f"One of {', '.join(JOBS)}")],
+) -> None:
     """Run a scheduled job once, now."""
     if job not in JOBS:
         fail(f"unknown job {job!r}; jobs: {', '.join(JOBS)}")

@@ -2,26 +2,43 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Annotated
 
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.cli.common import OrgOption, emit, migrated_settings, parse_org, run_in_transaction
+from hangar.auth.key_format import SCOPES, scope_note
+from hangar.cli.common import (
+    OrgOption,
+    command_group,
+    emit,
+    migrated_settings,
+    parse_org,
+    run_in_transaction,
+)
 from hangar.clock import SystemClock
 from hangar.keys.issuing import IssuedKey, issue_key
 from hangar.orgs.commands import require_org
 
-key_app = typer.Typer(no_args_is_help=True, help="API keys.")
+key_app = command_group("API keys.")
+
+# click keeps a paragraph that starts with \b as written: one scope a line, its meaning below.
+CREATE_HELP = "Issue an API key; the full key is printed this once.\n\n\b\nScopes:\n" + "\n".join(
+    f"  {scope}\n" + textwrap.fill(meaning, 76, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    for scope, meaning in SCOPES.items()
+)
 
 
-@key_app.command("create")
+@key_app.command("create", help=CREATE_HELP)
 def key_create(
     org: OrgOption,
-    name: Annotated[str, typer.Option(help="What the key is for")],
-    scope: Annotated[list[str] | None, typer.Option(help="A scope; repeat for several")] = None,
+    name: Annotated[str, typer.Option(metavar="NAME", help="What the key is for")],
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(metavar="SCOPE", help="A scope (below); repeat for several, one at least"),
+    ] = None,
 ) -> None:
-    """Issue an API key; the full key is printed this once."""
     org_id = parse_org(org)
     current = migrated_settings()
 
@@ -33,3 +50,6 @@ def key_create(
     emit(
         {"id": str(issued.id), "key": issued.key, "prefix": issued.prefix, "scopes": issued.scopes}
     )
+    note = scope_note(issued.scopes)
+    if note is not None:
+        typer.echo(f"hangar: note: {note}", err=True)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.cli.common import (
     OrgOption,
     check_role,
+    command_group,
     emit,
     fail,
     migrated_settings,
@@ -24,20 +25,22 @@ from hangar.orgs.commands import create_org, require_org
 from hangar.orgs.members import Contact, Invited, invite_member
 from hangar.orgs.models import ROLE_NAMES
 
-org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
-user_app = typer.Typer(no_args_is_help=True, help="Accounts, for the operator's bootstrap.")
-member_app = typer.Typer(no_args_is_help=True, help="Memberships: inviting people.")
+org_app = command_group("Organizations.")
+user_app = command_group("Accounts, for the operator's bootstrap.")
+member_app = command_group("Memberships: inviting people.")
 
 # A person, as `user create` and `member invite` both take them (see orgs.members.Contact).
-Email = Annotated[str, typer.Option()]
-Role = Annotated[str, typer.Option(help=f"One of {', '.join(ROLE_NAMES)}")]
-FirstName = Annotated[str, typer.Option("--first-name")]
-LastName = Annotated[str, typer.Option("--last-name")]
-Phone = Annotated[str | None, typer.Option("--phone")]
+Email = Annotated[str, typer.Option(metavar="EMAIL", help="The person's email address")]
+Role = Annotated[str, typer.Option(metavar="ROLE", help=f"One of {', '.join(ROLE_NAMES)}")]
+FirstName = Annotated[str, typer.Option("--first-name", metavar="TEXT")]
+LastName = Annotated[str, typer.Option("--last-name", metavar="TEXT")]
+Phone = Annotated[str | None, typer.Option("--phone", metavar="TEXT")]
 
 
 @org_app.command("create")
-def org_create(name: Annotated[str, typer.Option(help="The organization's name")]) -> None:
+def org_create(
+    name: Annotated[str, typer.Option(metavar="NAME", help="The organization's name")],
+) -> None:
     """Create an organization with its four built-in roles."""
     current = migrated_settings()
 
@@ -54,7 +57,11 @@ def user_create(
     role: Role,
     password: Annotated[
         str | None,
-        typer.Option(help="For a new account only: an existing account's password is its owner's"),
+        typer.Option(
+            metavar="PASSWORD",
+            help="For a new account only (8 characters at least): an existing account's "
+            "password is its owner's",
+        ),
     ] = None,
     first_name: FirstName = "",
     last_name: LastName = "",

@@ -21,7 +21,15 @@ from rich.progress import Progress as RichProgress
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.cli.common import OrgOption, emit, migrated_settings, parse_org, run_in_transaction
+from hangar.cli.common import (
+    HostOption,
+    OrgOption,
+    PortOption,
+    emit,
+    migrated_settings,
+    parse_org,
+    run_in_transaction,
+)
 from hangar.cli.serve import run_server
 from hangar.clock import SystemClock
 from hangar.config import Settings
@@ -69,16 +77,18 @@ def _one_line(exc: DBAPIError) -> ApiError:
     return ApiError(500, "DATABASE_ERROR", f"the database refused the rows: {reason}")
 
 
+# How many rows of one kind `hangar seed` adds (option names follow the parameter names).
+Count = Annotated[int, typer.Option(min=0, metavar="COUNT", help="How many to add")]
+
+
 def seed(
     org: OrgOption,
-    aircraft: Annotated[int, typer.Option(min=0)] = DEFAULT.aircraft,
-    members: Annotated[int, typer.Option(min=0)] = DEFAULT.members,
-    reservations: Annotated[int, typer.Option(min=0)] = DEFAULT.reservations,
-    squawks: Annotated[int, typer.Option(min=0)] = DEFAULT.squawks,
-    maintenance_logs: Annotated[
-        int, typer.Option("--maintenance-logs", min=0)
-    ] = DEFAULT.maintenance_logs,
-    work_orders: Annotated[int, typer.Option("--work-orders", min=0)] = DEFAULT.work_orders,
+    aircraft: Count = DEFAULT.aircraft,
+    members: Count = DEFAULT.members,
+    reservations: Count = DEFAULT.reservations,
+    squawks: Count = DEFAULT.squawks,
+    maintenance_logs: Count = DEFAULT.maintenance_logs,
+    work_orders: Count = DEFAULT.work_orders,
 ) -> None:
     """Add realistic aircraft, members, reservations, squawks and maintenance records to an
     organization, all in one transaction."""
@@ -117,8 +127,8 @@ def set_up_demo(host: str, port: int) -> tuple[Settings, DemoAccess]:
 
 
 def demo(
-    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
 ) -> None:
     """Create (once) a demo organization with data, an admin login and a key; print them;
     then serve, as `hangar serve` does."""

@@ -9,18 +9,19 @@ from typing import Annotated
 
 import typer
 
-from hangar.cli.common import fail, migrated_settings, settings
+from hangar.cli.common import HostOption, PortOption, fail, migrated_settings, settings
 from hangar.cli.worker import SenderFactory
 from hangar.config import Settings
 from hangar.http_limits import ServerLimits
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
     workers: Annotated[
         str,
         typer.Option(
+            metavar="N|auto",
             help="Server processes on the port: a number, or auto (one per core). "
             "More than 1 needs PostgreSQL and Redis",
         ),
