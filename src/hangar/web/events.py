@@ -118,7 +118,7 @@ EVENTS: tuple[EventDoc, ...] = (
     ),
     EventDoc(
         c.FLIGHT_SESSION_COMPLETED,
-        "the same checkout, fired right after reservation.completed",
+        "a pilot completes checkout, right after reservation.completed for the same flight",
         c.reservation_completed(_RESERVATION),
         "Byte-identical to reservation.completed.",
     ),
