@@ -6,7 +6,7 @@ from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Organization, Role
-from hangar.reservations.models import Reservation
+from hangar.reservations.models import Reservation, ReservationChanges
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
 
@@ -24,6 +24,7 @@ __all__ = [
     "Membership",
     "Organization",
     "Reservation",
+    "ReservationChanges",
     "Role",
     "Squawk",
     "Subscription",

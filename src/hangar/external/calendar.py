@@ -7,11 +7,15 @@ TEXT values are escaped. Tests read the output back with the `icalendar` parser.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from hangar import __version__
+from hangar.kit.conditional import Validators
+from hangar.reservations.changes import Changes
 from hangar.reservations.queries import CalendarEntry
 
 # Fixed for a release (the spec's "fixed PRODID"); it names the API's version, the one number.
@@ -97,3 +101,15 @@ def feed(rows: Iterable[CalendarEntry], *, domain: str, now: datetime) -> bytes:
         )
     out.append("END:VCALENDAR\r\n")
     return "".join(out).encode()
+
+
+def validators(changes: Changes | None, org_id: uuid.UUID, domain: str) -> Validators | None:
+    """The feed's validators, from its organization's count of reservation changes (None:
+    none counted yet, so no validator, and every poll gets the whole feed). The tag also
+    names what else shapes the document (the organization, the release in PRODID, the
+    domain in every UID), so no two differently written feeds share it. Weak: DTSTAMP, the
+    time of the request, differs between two answers the tag calls the same."""
+    if changes is None:
+        return None
+    shape = hashlib.sha256(f"{org_id}|{__version__}|{domain}".encode()).hexdigest()[:16]
+    return Validators(f'W/"{changes["version"]}-{shape}"', changes["changed_at"])

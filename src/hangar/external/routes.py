@@ -29,6 +29,7 @@ from hangar.maintenance.schemas import MaintenanceLog, WorkOrder
 from hangar.orgs import queries as member_queries
 from hangar.orgs.schemas import Member
 from hangar.reservations import queries as reservation_queries
+from hangar.reservations.changes import changes as reservation_changes
 from hangar.reservations.models import ReservationStatus
 from hangar.reservations.schemas import ReservationPage
 from hangar.squawks import queries as squawk_queries
@@ -252,10 +253,10 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
     return json_response(rows)
 
 
-@router.get(
-    "/reservations.ics",
-    **_doc("read:reservations", str, "Calendar feed of reservations", query_key=True),
-)
+_FEED = _doc("read:reservations", str, "Calendar feed of reservations", query_key=True)
+
+
+@router.get("/reservations.ics", **_FEED)
 async def reservations_feed(
     request: Request,
     token: Annotated[
@@ -265,6 +266,22 @@ async def reservations_feed(
 ) -> Response:
     services = services_of(request)
     by = caller(request)
+    now, domain = services.clock.now(), services.settings.service_domain
+    # One row, not 500, decides whether the calendar's copy is still current.
+    found = calendar.validators(await reservation_changes(by.conn, by.key), by.key.org_id, domain)
+    headers = found.headers(now) if found is not None else {}
+    if found is not None and found.not_modified(request.headers, now):
+        return Response(status_code=304, headers=headers)
     rows = await reservation_queries.calendar(by.conn, by.key)
-    body = calendar.feed(rows, domain=services.settings.service_domain, now=services.clock.now())
-    return Response(body, media_type="text/calendar; charset=utf-8")
+    body = calendar.feed(rows, domain=domain, now=now)
+    if request.method == "HEAD":  # the GET's headers, its length included, and no body
+        headers["content-length"] = str(len(body))
+        body = b""
+    return Response(body, media_type="text/calendar; charset=utf-8", headers=headers)
+
+
+# HEAD, for calendar clients that ask before they fetch: the same operation, left out of the
+# OpenAPI description (whose operations are the seven GETs).
+router.add_api_route(
+    "/reservations.ics", reservations_feed, methods=["HEAD"], include_in_schema=False, **_FEED
+)

@@ -24,6 +24,7 @@ from hangar.kit.rows import soft_delete as _soft_delete
 from hangar.orgs.access import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
 from hangar.orgs.commands import require_member
+from hangar.reservations.changes import count_change
 from hangar.reservations.models import ActivityType, Reservation
 from hangar.reservations.schemas import ReservationRow
 from hangar.squawks.models import Squawk
@@ -125,6 +126,7 @@ async def create(
     if row["status"] == "confirmed":
         names.append(catalogue.RESERVATION_CONFIRMED)
     await outbox.record(conn, actor.org_id, names, catalogue.reservation_created(row), now)
+    await count_change(conn, actor.org_id, now)
     return public(row, ReservationRow)
 
 
@@ -139,6 +141,7 @@ async def cancel(
     )
     data = catalogue.reservation_cancelled(row)
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CANCELLED], data, now)
+    await count_change(conn, actor.org_id, now)
     return public(row, ReservationRow)
 
 
@@ -192,6 +195,7 @@ async def check_in(
     )
     data = catalogue.reservation_checked_in(row, forced=bool(issues))
     await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CHECKED_IN], data, now)
+    await count_change(conn, actor.org_id, now)
     return public(row, ReservationRow)
 
 
@@ -221,6 +225,7 @@ async def checkout(
         )
     names = [catalogue.RESERVATION_COMPLETED, catalogue.FLIGHT_SESSION_COMPLETED]
     await outbox.record(conn, actor.org_id, names, catalogue.reservation_completed(row), now)
+    await count_change(conn, actor.org_id, now)
     return public(row, ReservationRow)
 
 
@@ -234,6 +239,7 @@ async def set_status(
     row = await moved(
         conn, _not_checked_in(reservation_id).values(status=body.status), _CHECKED_IN_MEANWHILE
     )
+    await count_change(conn, actor.org_id, now)
     return public(row, ReservationRow)
 
 
@@ -241,3 +247,4 @@ async def soft_delete(
     conn: AsyncConnection, actor: Actor, reservation_id: uuid.UUID, now: datetime
 ) -> None:
     await _soft_delete(conn, Reservation, actor.org_id, reservation_id, "reservation", now)
+    await count_change(conn, actor.org_id, now)

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Literal, get_args
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import BigInteger, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
@@ -37,3 +37,15 @@ class Reservation(Base):
     hobbs_in: Mapped[float | None]
     created_at: Mapped[datetime]
     deleted_at: Mapped[datetime | None]
+
+
+class ReservationChanges(Base):
+    """How many times, and when last, an organization's reservations changed: the calendar
+    feed's validators (its ETag and Last-Modified). Every reservation command counts its
+    change here in its own transaction, so a poll answered 304 never hides a committed
+    change, and the feed's poll reads one row instead of 500."""
+
+    __tablename__ = "reservation_changes"
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+    changed_at: Mapped[datetime]

@@ -17,6 +17,7 @@ from hangar.fleet.models import Aircraft
 from hangar.kit.errors import Unprocessable
 from hangar.orgs.commands import require_org
 from hangar.orgs.models import Membership, Role
+from hangar.reservations.changes import count_change
 from hangar.seed import fleet, maintenance, people, reservations, squawks
 from hangar.seed.bulk import BATCH, BulkWriter, writer_for
 from hangar.seed.common import Generated, batched
@@ -119,6 +120,8 @@ async def seed_org(
             (org_id, sizes.reservations, own(rng), now, planes, pilots, instructors),
         ),
     )
+    if sizes.reservations:
+        await count_change(conn, org_id, now)  # calendars polling the feed see the new rows
     mechanics = [m.user_id for m in pools.crew if m.user_id is not None]
     await write(
         "squawks",
