@@ -149,3 +149,10 @@ async def test_head_answers_the_get_headers_without_a_body(
     assert (await client.head(FEED, params={"token": org.key[:-1] + "x"})).status_code == 401
     unscoped = await org.key_with("read:aircraft")
     assert (await client.head(FEED, params={"token": unscoped})).status_code == 403
+
+
+async def test_the_docs_tell_integrators_how_to_poll(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+    section = page[page.index('id="calendar-polling"') :]
+    for words in ("ETag", "If-None-Match", "If-Modified-Since", "304 Not Modified", "HEAD"):
+        assert words in section.split("</p>")[0], words
