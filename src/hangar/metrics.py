@@ -124,8 +124,9 @@ class RequestMetrics:
     def __init__(self, app: ASGIApp, skip: Iterable[str] = ()) -> None:
         self.app = app
         self._skip = frozenset(skip)
-        self._counters: dict[tuple[Any, str, int], Any] = {}
-        self._timers: dict[tuple[Any, str], Any] = {}
+        # Keyed by the route's id: routes live as long as the app, and some are unhashable.
+        self._counters: dict[tuple[int, str, int], Any] = {}
+        self._timers: dict[tuple[int, str], Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self._skip:
@@ -145,14 +146,14 @@ class RequestMetrics:
         finally:
             route = scope.get("route")
             method = scope["method"] if scope["method"] in METHODS else "OTHER"
-            counter = self._counters.get((route, method, status))
+            counter = self._counters.get((id(route), method, status))
             if counter is None:
-                counter = self._counters[(route, method, status)] = REQUESTS.labels(
+                counter = self._counters[(id(route), method, status)] = REQUESTS.labels(
                     _operation(route), method, str(status)
                 )
-            timer = self._timers.get((route, method))
+            timer = self._timers.get((id(route), method))
             if timer is None:
-                timer = self._timers[(route, method)] = REQUEST_DURATION.labels(
+                timer = self._timers[(id(route), method)] = REQUEST_DURATION.labels(
                     _operation(route), method
                 )
             counter.inc()
