@@ -24,6 +24,7 @@ import http.cookiejar
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -62,6 +63,7 @@ WEBHOOK_URL = "https://93.184.215.14/hangar-smoke"
 GET_ROUTES = (
     "/api/health",
     "/api/health/ready",
+    "/metrics",
     "/api/v1/external/openapi.json",
     "/api/v1/external/reservations",
     "/api/v1/external/reservations.ics",
@@ -94,6 +96,7 @@ GET_ROUTES = (
     "/changelog.rss",
 )
 PUBLIC_API = "/api/v1/external/"
+METRICS_TOKEN = secrets.token_urlsafe(32)  # the served wheel's /metrics, scraped with it
 MAX_CRAWL = 200  # same-origin links followed from the pages, at most
 
 
@@ -230,6 +233,7 @@ def environment(venv: Path, run_dir: Path, port: int) -> dict[str, str]:
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["HANGAR_DATABASE_URL"] = f"sqlite:///{run_dir / 'hangar.db'}"
     env["HANGAR_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
+    env["HANGAR_METRICS_TOKEN"] = METRICS_TOKEN
     return env
 
 
@@ -461,7 +465,7 @@ def exercise(base: str, made: Fixture, version: str) -> Browser:
         for path in fill(route, made):
             if path.startswith(PUBLIC_API) and path != "/api/v1/external/openapi.json":
                 continue  # requested above, with the key
-            browser.get(path)
+            browser.get(path, bearer=METRICS_TOKEN if path == "/metrics" else "")
     browser.crawl()
     return browser
 

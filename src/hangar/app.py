@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from hangar import health, web
+from hangar import health, scrape, web
 from hangar.accounts import invitation_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
 from hangar.config import Settings, load_settings
@@ -24,6 +24,7 @@ from hangar.kit.errors import install_error_handlers
 from hangar.kit.responses import dumps
 from hangar.kit.services import Services
 from hangar.maintenance import routes as maintenance_routes
+from hangar.metrics import RequestMetrics
 from hangar.orgs import routes as member_routes
 from hangar.process import Worker
 from hangar.reservations import routes as reservation_routes
@@ -74,11 +75,14 @@ def create_app(
     )
     # Each route's body cap (hangar.http_limits), answered before the body is read.
     app.add_middleware(BodyLimit)
+    # Outermost: every answer is counted, BodyLimit's 413s too (as `unmatched`: no route yet).
+    app.add_middleware(RequestMetrics, skip=(scrape.PATH,))
     app.state.services = services
     app.state.worker = None
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(scrape.router)  # GET /metrics, when HANGAR_METRICS_TOKEN is set
     app.include_router(external.router)
     app.include_router(session_routes.router)
     app.include_router(invitation_routes.router)

@@ -26,6 +26,8 @@ class Settings:
     redis_url: str | None = None
     # Namespaces Redis keys so test runs (or two deployments on one Redis) never meet.
     redis_prefix: str = "hangar"
+    # GET /metrics answers only a bearer of this token; unset, it is not served at all.
+    metrics_token: str | None = None
 
     @property
     def is_sqlite(self) -> bool:
@@ -109,4 +111,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         service_domain=env.get("HANGAR_SERVICE_DOMAIN") or host,
         redis_url=env.get("HANGAR_REDIS_URL") or None,
         redis_prefix=env.get("HANGAR_REDIS_PREFIX") or "hangar",
+        metrics_token=env.get("HANGAR_METRICS_TOKEN") or None,
     )

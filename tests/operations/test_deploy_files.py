@@ -77,7 +77,10 @@ def test_the_nginx_site_passes_nginx_t(tmp_path: Path, ca: trustme.CA) -> None:
 
 def test_the_environment_file_lists_exactly_hangars_settings() -> None:
     every = Settings(
-        database_url="postgresql://hangar@db/hangar", secret_key=SECRET, redis_url="redis://r"
+        database_url="postgresql://hangar@db/hangar",
+        secret_key=SECRET,
+        redis_url="redis://r",
+        metrics_token="m" * 32,
     )
     assert sorted(environment_settings()) == sorted(environment(every))
 

@@ -15,6 +15,12 @@ process of its own that the supervisor starts beside the servers, restarts if it
 signals first when stopping. One per server process would only multiply the LISTEN
 connections and the claims; `hangar worker` on other machines scales the deliveries.
 
+The metrics (hangar.metrics) of all these processes are kept in one directory,
+PROMETHEUS_MULTIPROC_DIR: the operator's if set (emptied of an earlier run's files at
+start), else a temporary one removed at exit. The supervisor sets it before starting any
+process, so each inherits it and prometheus-client starts in its multiprocess mode there, and
+marks each process that dies or is replaced as dead (its live gauges leave the sum).
+
 Each server process builds the app from the environment (`app_from_environment`, uvicorn's
 factory: an app cannot be handed to a spawned process), with hangar's protocol, limits and
 access log in the uvicorn configuration every process gets. The parent writes the settings it
@@ -23,16 +29,21 @@ checked into its environment first, so every process reads exactly those.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from multiprocessing.context import SpawnProcess
+from pathlib import Path
 from socket import socket
 from typing import TYPE_CHECKING
 
 import uvicorn
+from prometheus_client.multiprocess import mark_process_dead
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("uvicorn.error")
 
 APP_FACTORY = "hangar.cli.processes:app_from_environment"
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def available_cores() -> int:
@@ -93,6 +105,8 @@ def environment(current: Settings) -> dict[str, str]:
     }
     if current.redis_url:
         env["HANGAR_REDIS_URL"] = current.redis_url
+    if current.metrics_token:
+        env["HANGAR_METRICS_TOKEN"] = current.metrics_token
     return env
 
 
@@ -127,6 +141,7 @@ class ServersAndWorker(Multiprocess):
         super().__init__(config, sockets)
         self._start_worker = start_worker
         self.worker: SpawnProcess | None = None
+        self._alive: set[int] = set()
 
     def init_processes(self) -> None:
         if self._start_worker is not None:
@@ -136,11 +151,23 @@ class ServersAndWorker(Multiprocess):
     def keep_subprocess_alive(self) -> None:
         super().keep_subprocess_alive()
         worker = self.worker
-        if self.should_exit.is_set() or worker is None or self._start_worker is None:
-            return
-        if not worker.is_alive():
+        if (
+            not (self.should_exit.is_set() or worker is None or self._start_worker is None)
+            and not worker.is_alive()
+        ):
             log.warning("Worker process [%s] died (exit code %s)", worker.pid, worker.exitcode)
             self.worker = self._start_worker()
+        self._mark_the_dead()
+
+    def _mark_the_dead(self) -> None:
+        # Whatever replaced a process (a death, SIGHUP, SIGTTOU), the pids gone since the
+        # last look are dead: their live gauges must leave the metrics' sum.
+        pids = {p.pid for p in self.processes if p.pid is not None}
+        if self.worker is not None and self.worker.pid is not None:
+            pids.add(self.worker.pid)
+        for pid in self._alive - pids:
+            mark_process_dead(pid)  # type: ignore[no-untyped-call]
+        self._alive = pids
 
     def terminate_all(self) -> None:
         # The worker first: from its SIGTERM it claims nothing more, and its attempts under
@@ -189,10 +216,31 @@ def serve_processes(
     sock = config.bind_socket()
     supervisor = ServersAndWorker(config, [sock], start_worker)
     try:
-        supervisor.run()
+        with metrics_directory():  # set before any process starts: each inherits it
+            supervisor.run()
     finally:
         sock.close()
     # uvicorn's supervisor stops when a server process cannot start (the same failure would
     # repeat), but its own exit status says nothing of it.
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
         raise SystemExit(STARTUP_FAILURE)
+
+
+@contextlib.contextmanager
+def metrics_directory() -> Iterator[Path]:
+    """PROMETHEUS_MULTIPROC_DIR for the processes about to start (module docstring)."""
+    given = os.environ.get(MULTIPROCESS_DIR)
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):  # only the library's files, nothing else there
+            stale.unlink()
+        yield path
+        return
+    path = Path(tempfile.mkdtemp(prefix="hangar-metrics-"))
+    os.environ[MULTIPROCESS_DIR] = str(path)
+    try:
+        yield path
+    finally:
+        del os.environ[MULTIPROCESS_DIR]
+        shutil.rmtree(path, ignore_errors=True)

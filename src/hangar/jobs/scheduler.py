@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.clock import Clock
 from hangar.jobs.models import JobTick
+from hangar.metrics import DATABASE_ERRORS, JOB_RUNS, SCHEDULER_TICKS
 
 log = logging.getLogger("hangar.scheduler")
 
@@ -42,15 +43,20 @@ async def claim_tick(engine: AsyncEngine, job: str, tick: datetime, now: datetim
 
 async def run_tick(engine: AsyncEngine, now: datetime, jobs: Mapping[str, Job]) -> list[str]:
     """Runs every job whose tick for this minute nobody has claimed; returns those it ran."""
+    SCHEDULER_TICKS.inc()
     ran = []
     for name, job in jobs.items():
-        if await claim_tick(engine, name, minute_of(now), now):
-            try:
-                done = await job(engine, now)
-                log.info("job %s: %s", name, done)
-            except Exception:
-                log.exception("job %s failed; it runs again next minute", name)
-            ran.append(name)
+        if not await claim_tick(engine, name, minute_of(now), now):
+            JOB_RUNS.labels(name, "skipped").inc()
+            continue
+        try:
+            done = await job(engine, now)
+            log.info("job %s: %s", name, done)
+            JOB_RUNS.labels(name, "ok").inc()
+        except Exception:
+            log.exception("job %s failed; it runs again next minute", name)
+            JOB_RUNS.labels(name, "failed").inc()
+        ran.append(name)
     return ran
 
 
@@ -61,6 +67,8 @@ async def run_every_minute(
         try:
             await run_tick(engine, clock.now(), jobs)
         except Exception:
+            # Jobs' own failures are caught in run_tick: what fails here is claiming a tick.
+            DATABASE_ERRORS.labels("scheduler").inc()
             log.exception("scheduler tick failed")
         now = clock.now()
         next_minute = minute_of(now) + timedelta(minutes=1)

@@ -18,6 +18,8 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from hangar.metrics import DATABASE_ERRORS, REFUSALS
+
 log = logging.getLogger("hangar")
 
 _HTTP_CODES = {
@@ -154,8 +156,12 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    api_database_errors = DATABASE_ERRORS.labels("api")
+
     async def api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
+        if exc.status in (401, 403, 429):
+            REFUSALS.labels(str(exc.status), exc.code).inc()
         return error_response(
             exc.status, exc.code, exc.detail, {"errors": exc.errors} if exc.errors else None
         )
@@ -186,6 +192,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, code, detail)
 
     async def unavailable(request: Request, exc: Exception) -> Response:
+        api_database_errors.inc()
         if not is_unavailable(exc):
             return await unexpected(request, exc)
         log.warning(

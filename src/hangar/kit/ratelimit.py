@@ -18,6 +18,8 @@ from typing import Protocol, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from hangar.metrics import REDIS_ERRORS
+
 log = logging.getLogger("hangar")
 _T = TypeVar("_T")
 
@@ -144,6 +146,7 @@ class RedisRateLimiter:
             async with asyncio.timeout(self._timeout):
                 result = await call()
         except (RedisError, OSError, TimeoutError) as exc:
+            REDIS_ERRORS.inc()
             if self._down_until is None:
                 log.warning("rate limits: Redis unreachable (%r); counting in-process", exc)
             self._down_until = self._monotonic() + self._recheck

@@ -33,7 +33,14 @@ from hangar.crypto import SecretBox, SecretUnreadable
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import reader
 from hangar.ids import new_id
-from hangar.webhooks.catalogue import TEST_PING
+from hangar.metrics import (
+    ATTEMPTS,
+    ATTEMPTS_IN_PROGRESS,
+    DATABASE_ERRORS,
+    DELIVERIES_FINISHED,
+    FIRST_ATTEMPT_DELAY,
+)
+from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.outbox import wake_dispatchers
 from hangar.webhooks.records import Outcome, Recorder
@@ -48,6 +55,12 @@ RETRY_WAITS = (timedelta(seconds=2), timedelta(seconds=8))
 # Longer than the 10 s attempt timeout with room to record it; after this a delivery is
 # considered abandoned by its worker and may be claimed again.
 LEASE = timedelta(seconds=60)
+# The metrics' `event` label: a known name, or "other" (the label's values stay bounded).
+_EVENT_LABELS = frozenset((*EVENT_NAMES, TEST_PING))
+
+
+def event_label(name: str) -> str:
+    return name if name in _EVENT_LABELS else "other"
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,7 @@ class Claimed:
     enabled: bool
     deleted: bool
     data: str
+    event_at: datetime  # when the event was recorded: the first attempt's delay is from then
 
 
 def _due(now: Any) -> Any:
@@ -88,6 +102,7 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
             Subscription.enabled,
             Subscription.deleted_at.is_not(None),
             Event.data,
+            Event.created_at,
         )
         .select_from(deliveries)
         .join(Event, Event.id == deliveries.c.event_id)
@@ -190,6 +205,7 @@ class Dispatcher:
                     continue  # more may be waiting
                 wait = await self._seconds_until_next_due()
             except Exception:
+                DATABASE_ERRORS.labels("dispatcher").inc()  # claiming is all database work
                 log.exception("dispatcher: claiming failed; retrying shortly")
                 wait = 5.0
             sleepers = [
@@ -291,6 +307,7 @@ class Dispatcher:
                 enabled=row[6],
                 deleted=row[7],
                 data=row[8],
+                event_at=row[9],
             )
             for row in rows
         ]
@@ -312,7 +329,7 @@ class Dispatcher:
         if delivery.deleted or (not delivery.enabled and not is_test):
             # Disabled: skipped, and never replayed when the subscription is enabled again.
             now = self._clock.now()
-            await self._recorder.write(
+            skipped = await self._recorder.write(
                 Outcome(
                     delivery_id=delivery.id,
                     subscription_id=delivery.subscription_id,
@@ -325,19 +342,34 @@ class Dispatcher:
                     counts=None,
                 )
             )
+            if skipped:
+                DELIVERIES_FINISHED.labels(event_label(delivery.event_name), "skipped").inc()
             return
         started_at = self._clock.now()
+        if delivery.attempts_made == 0:
+            FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
         try:
             secret = self._open_secret(delivery.secret_encrypted)
         except SecretUnreadable:
             # A failed attempt, not an exception: left to its lease, it would loop forever.
             error = "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed?"
-            result = AttemptResult(status_code=None, error=error, response_body=None, duration_ms=0)
+            result = AttemptResult(
+                status_code=None,
+                error=error,
+                response_body=None,
+                duration_ms=0,
+                failure="secret_unreadable",
+            )
         else:
             body = envelope(delivery.event_name, started_at, delivery.data)
-            result = await self._sender.post(
-                delivery.url, headers(delivery.event_name, str(delivery.id), secret, body), body
-            )
+            ATTEMPTS_IN_PROGRESS.inc()
+            try:
+                result = await self._sender.post(
+                    delivery.url, headers(delivery.event_name, str(delivery.id), secret, body), body
+                )
+            finally:
+                ATTEMPTS_IN_PROGRESS.dec()
+        ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
         await self._record(delivery, started_at, result, counts=not is_test)
 
     async def _record(
@@ -366,6 +398,10 @@ class Dispatcher:
             },
             counts=None if not counts or retry else "success" if result.succeeded else "failure",
         )
-        if await self._recorder.write(outcome) and retry:
+        if not await self._recorder.write(outcome):
+            return  # the lease was lost: another worker's outcome counts
+        if retry:
             # The loop may be asleep until a lease runs out; the retry is due sooner.
             self.kick()
+        else:
+            DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()

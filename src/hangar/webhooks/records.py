@@ -29,6 +29,7 @@ from sqlalchemy import bindparam, case, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.base import UTCDateTime
+from hangar.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 
 log = logging.getLogger("hangar.webhooks")
@@ -97,6 +98,7 @@ class Recorder:
             try:
                 held = await self._write([o for o, _ in batch])
             except Exception:
+                DATABASE_ERRORS.labels("dispatcher").inc()
                 # One outcome the database refuses must not take the others down with it.
                 log.exception("recording %d outcomes failed; recording them one by one", len(batch))
                 held = set()
@@ -111,6 +113,7 @@ class Recorder:
                     done.set_result(outcome.delivery_id in held)
 
     async def _write(self, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
+        disabled = 0
         async with self._engine.begin() as conn:
             held = await _lock_held(conn, outcomes)
             mine = [o for o in outcomes if o.delivery_id in held]
@@ -133,7 +136,9 @@ class Recorder:
             attempts = [o.attempt for o in mine if o.attempt is not None]
             if attempts:
                 await conn.execute(insert(Attempt), attempts)
-            await _count(conn, mine)
+            disabled = await _count(conn, mine)
+        # Counted once committed: a batch rolled back disabled nothing.
+        SUBSCRIPTIONS_AUTO_DISABLED.inc(disabled)
         return held
 
 
@@ -149,9 +154,10 @@ async def _lock_held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[
     return {o.delivery_id for o in outcomes if leases.get(o.delivery_id) == o.lease_until}
 
 
-async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
+async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
     """Applies the batch's successes and failures to each subscription's failure run, in the
-    order they happened: a success forgets the failures before it."""
+    order they happened: a success forgets the failures before it. Returns how many
+    subscriptions it disabled."""
     reset: set[uuid.UUID] = set()
     failures: dict[uuid.UUID, list[datetime]] = defaultdict(list)
     for o in outcomes:
@@ -169,13 +175,19 @@ async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
             .where(Subscription.id.in_(only_reset), Subscription.consecutive_failures != 0)
             .values(consecutive_failures=0)
         )
+    disabled = 0
     for sub_id in sorted(failures):  # one lock order for every worker
         # One statement per subscription, so concurrent workers cannot lose a count or
         # disable twice.
         before = literal(0) if sub_id in reset else Subscription.consecutive_failures
         run = before + len(failures[sub_id])
         disable = run >= FAILURES_BEFORE_DISABLE
-        await conn.execute(
+        # Read under the row's lock first (for the metrics): whether this statement is the
+        # one that disables the subscription.
+        was_enabled = await conn.scalar(
+            select(Subscription.enabled).where(Subscription.id == sub_id).with_for_update()
+        )
+        now_enabled = await conn.scalar(
             update(Subscription)
             .where(Subscription.id == sub_id)
             .values(
@@ -186,4 +198,7 @@ async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
                     else_=Subscription.disabled_at,
                 ),
             )
+            .returning(Subscription.enabled)
         )
+        disabled += bool(was_enabled and not now_enabled)
+    return disabled

@@ -18,6 +18,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hangar.kit.resolver import Resolver
+from hangar.metrics import AttemptOutcome
 from hangar.webhooks.url_policy import (
     AddressRule,
     CheckedUrl,
@@ -36,10 +37,18 @@ class AttemptResult:
     error: str | None
     response_body: str | None
     duration_ms: int
+    # Why no answer came (the metrics' outcome); None when the receiver answered.
+    failure: AttemptOutcome | None = None
 
     @property
     def succeeded(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def outcome(self) -> AttemptOutcome:
+        if self.status_code is not None:
+            return "succeeded" if self.succeeded else "http_error"
+        return self.failure or "connection_error"
 
 
 async def _start_of(content: aiohttp.StreamReader) -> bytes:
@@ -110,7 +119,9 @@ class Sender:
         try:
             checked = await check_webhook_url(url, self._resolver, is_allowed=self._is_allowed)
         except UrlRejected as exc:
-            return done(status_code=None, error=str(exc.code), response_body=None)
+            return done(
+                status_code=None, error=str(exc.code), response_body=None, failure="url_refused"
+            )
         connector = aiohttp.TCPConnector(
             resolver=_PinnedResolver(checked), ssl=self._ssl, force_close=True, limit=1
         )
@@ -136,15 +147,22 @@ class Sender:
                 )
         except TimeoutError:
             return done(
-                status_code=None, error=f"timeout after {self._timeout:g} s", response_body=None
+                status_code=None,
+                error=f"timeout after {self._timeout:g} s",
+                response_body=None,
+                failure="timeout",
             )
         except aiohttp.ClientSSLError as exc:
             return done(
-                status_code=None, error=f"TLS error: {exc.__class__.__name__}", response_body=None
+                status_code=None,
+                error=f"TLS error: {exc.__class__.__name__}",
+                response_body=None,
+                failure="tls_error",
             )
         except (aiohttp.ClientError, OSError) as exc:
             return done(
                 status_code=None,
                 error=f"connection failed: {exc.__class__.__name__}",
                 response_body=None,
+                failure="connection_error",
             )

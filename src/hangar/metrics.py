@@ -1,0 +1,165 @@
+"""Every Prometheus metric hangar keeps, and the middleware that counts requests.
+
+The metrics are prometheus-client's, in its default registry. Under `hangar serve --workers
+N` the supervisor gives every process one PROMETHEUS_MULTIPROC_DIR (hangar.cli.processes),
+and the library keeps each process's values in files there that any server process adds up
+when scraped (hangar.scrape); a single process without the variable keeps them in memory.
+The library picks its mode when it is first imported, from the environment: the variable
+must be set before the process starts, which is why the supervisor sets it and its spawned
+children inherit it.
+
+Label values are bounded: `operation` is a route's path template (or `unmatched`), `event`
+one of the 13 events (or `test.ping`, `other`), `outcome`, `result`, `component` and `code`
+values fixed in the code. The facts of the database (the queue's depth, the oldest due
+delivery's age, the subscriptions now disabled) are not kept here: hangar.scrape reads them
+at each scrape, so whichever process answers tells the same.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from prometheus_client import Counter, Gauge, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# --- requests -----------------------------------------------------------------------------
+
+REQUESTS = Counter(
+    "hangar_http_requests",
+    "HTTP requests answered by the app, by operation (route template), method and status",
+    ["operation", "method", "status"],
+)
+REQUEST_DURATION = Histogram(
+    "hangar_http_request_duration_seconds",
+    "Time from a request reaching the app to its response's last byte, by operation and method",
+    ["operation", "method"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+REFUSALS = Counter(
+    "hangar_http_refusals",
+    "401, 403 and 429 answers of the API, by status and the body's error code",
+    ["status", "code"],
+)
+
+# --- webhooks -----------------------------------------------------------------------------
+
+AttemptOutcome = Literal[
+    "succeeded",  # a 2xx answer
+    "http_error",  # any other answer
+    "timeout",
+    "tls_error",
+    "connection_error",
+    "url_refused",  # the address check refused the URL at the attempt
+    "secret_unreadable",
+]
+ATTEMPTS = Counter(
+    "hangar_webhook_attempts",
+    "Delivery attempts made (a POST tried), by event and outcome",
+    ["event", "outcome"],
+)
+DELIVERIES_FINISHED = Counter(
+    "hangar_webhook_deliveries_finished",
+    "Deliveries that reached a final state: succeeded, failed (attempts spent) or skipped "
+    "(subscription disabled or deleted), by event",
+    ["event", "status"],
+)
+FIRST_ATTEMPT_DELAY = Histogram(
+    "hangar_webhook_first_attempt_delay_seconds",
+    "Time from an event being recorded to the first attempt of a delivery of it",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0),
+)
+# livesum: the attempts under way in the processes alive now; a dead process's count is
+# dropped (hangar.cli.processes marks it dead), not added for ever.
+ATTEMPTS_IN_PROGRESS = Gauge(
+    "hangar_webhook_attempts_in_progress",
+    "Delivery attempts under way",
+    multiprocess_mode="livesum",
+)
+SUBSCRIPTIONS_AUTO_DISABLED = Counter(
+    "hangar_webhook_subscriptions_auto_disabled",
+    "Subscriptions disabled automatically after consecutive failed deliveries",
+)
+
+# --- the scheduler ------------------------------------------------------------------------
+
+SCHEDULER_TICKS = Counter("hangar_scheduler_ticks", "Per-minute scheduler ticks run")
+JOB_RUNS = Counter(
+    "hangar_scheduler_job_runs",
+    "Scheduled jobs by result: ok, failed, or skipped (another worker had the minute)",
+    ["job", "result"],
+)
+
+# --- datastores ---------------------------------------------------------------------------
+
+DATABASE_ERRORS = Counter(
+    "hangar_database_errors",
+    "Database errors (unreachable, or refused statements), by component: api, dispatcher, "
+    "scheduler, metrics",
+    ["component"],
+)
+REDIS_ERRORS = Counter(
+    "hangar_redis_errors",
+    "Redis calls of the rate limiter that failed or timed out (the limits then count in-process)",
+)
+
+
+# --- the request middleware ---------------------------------------------------------------
+
+UNMATCHED = "unmatched"  # no route: a 404 of the router, or a path the app does not serve
+# Any other method a client sends is counted as OTHER: the label's values stay bounded.
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
+
+
+class RequestMetrics:
+    """Counts and times every HTTP request by route template, method and status.
+
+    A raw ASGI middleware (the read path is benchmarked): the label children are looked up
+    once per (route, method, status) and kept, so a request costs two clock reads, one dict
+    lookup for each metric, an increment and an observation. `skip` paths (the scrape
+    itself) are passed through uncounted.
+    """
+
+    def __init__(self, app: ASGIApp, skip: Iterable[str] = ()) -> None:
+        self.app = app
+        self._skip = frozenset(skip)
+        # Keyed by the route's id: routes live as long as the app, and some are unhashable.
+        self._counters: dict[tuple[int, str, int], Any] = {}
+        self._timers: dict[tuple[int, str], Any] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self._skip:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets if the app raises before answering
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            route = scope.get("route")
+            method = scope["method"] if scope["method"] in METHODS else "OTHER"
+            counter = self._counters.get((id(route), method, status))
+            if counter is None:
+                counter = self._counters[(id(route), method, status)] = REQUESTS.labels(
+                    _operation(route), method, str(status)
+                )
+            timer = self._timers.get((id(route), method))
+            if timer is None:
+                timer = self._timers[(id(route), method)] = REQUEST_DURATION.labels(
+                    _operation(route), method
+                )
+            counter.inc()
+            timer.observe(time.perf_counter() - started)
+
+
+def _operation(route: Any) -> str:
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) and path else UNMATCHED

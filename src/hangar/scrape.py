@@ -1,0 +1,132 @@
+"""GET /metrics: hangar's metrics (hangar.metrics) in Prometheus's text format.
+
+Served only when HANGAR_METRICS_TOKEN is set (otherwise the route answers the usual 404), and
+then only to `Authorization: Bearer <that token>`, compared in constant time; anything else
+is a 401 with WWW-Authenticate. Not in the OpenAPI description, and not counted in the
+request metrics (the scrape, every 15 s or so, would be much of a quiet server's traffic).
+
+Under several processes (PROMETHEUS_MULTIPROC_DIR set) the answer is the sum of every
+process's files, so any server process may answer. The queue's depth, the age of the oldest
+due delivery and the subscriptions now disabled are read from the database at each scrape:
+facts of the database, the same whichever process answers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Request
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from sqlalchemy import false, func, select
+from starlette.responses import Response
+
+from hangar.kit.errors import NotFound, error_response
+from hangar.kit.routing import services_of
+from hangar.kit.services import Services
+from hangar.metrics import DATABASE_ERRORS
+from hangar.webhooks.models import Delivery, Subscription
+
+log = logging.getLogger("hangar")
+router = APIRouter()
+
+PATH = "/metrics"
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@router.get(PATH, include_in_schema=False)
+async def metrics(request: Request) -> Response:
+    services = services_of(request)
+    token = services.settings.metrics_token
+    if not token:
+        raise NotFound()
+    if not _bears(request.headers.get("authorization", ""), token):
+        response = error_response(
+            401, "UNAUTHORIZED", "Metrics need Authorization: Bearer with the metrics token"
+        )
+        response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    registry = CollectorRegistry()
+    if MULTIPROCESS_DIR in os.environ:
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    else:
+        registry.register(_ThisProcess())
+    queue = await _queue(services)
+    if queue is not None:
+        registry.register(queue)
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _bears(authorization: str, token: str) -> bool:
+    scheme, _, presented = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
+class _ThisProcess:
+    """The default registry (this process's metrics, and the library's process and Python
+    ones), collected into the scrape's registry beside the queue's gauges."""
+
+    def collect(self) -> Iterable[Metric]:
+        return REGISTRY.collect()
+
+
+@dataclass(frozen=True)
+class _Queue:
+    pending: int
+    oldest_due_age_s: float
+    disabled: int
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "hangar_webhook_deliveries_pending",
+            "Deliveries waiting for an attempt (due now or retrying later)",
+            value=self.pending,
+        )
+        yield GaugeMetricFamily(
+            "hangar_webhook_oldest_due_delivery_age_seconds",
+            "How long the longest-waiting due delivery has been due (0 when none is)",
+            value=self.oldest_due_age_s,
+        )
+        yield GaugeMetricFamily(
+            "hangar_webhook_subscriptions_disabled",
+            "Subscriptions disabled now (automatically or by an administrator), not deleted",
+            value=self.disabled,
+        )
+
+
+async def _queue(services: Services) -> _Queue | None:
+    """The queue's gauges, read now; None (and a database error counted) when the database
+    does not answer: the rest of the scrape is still worth serving."""
+    now = services.clock.now()
+    pending = Delivery.status == "pending"
+    try:
+        async with services.engine.connect() as conn:
+            count = await conn.scalar(select(func.count()).select_from(Delivery).where(pending))
+            oldest = await conn.scalar(
+                select(func.min(Delivery.next_attempt_at)).where(
+                    pending, Delivery.next_attempt_at <= now
+                )
+            )
+            disabled = await conn.scalar(
+                select(func.count())
+                .select_from(Subscription)
+                .where(Subscription.enabled == false(), Subscription.deleted_at.is_(None))
+            )
+    except Exception:
+        DATABASE_ERRORS.labels("metrics").inc()
+        log.warning("metrics: the queue's gauges could not be read", exc_info=True)
+        return None
+    age = 0.0
+    if oldest is not None:
+        if oldest.tzinfo is None:  # SQLite through an aggregate loses the column type
+            oldest = oldest.replace(tzinfo=now.tzinfo)
+        age = max((now - oldest).total_seconds(), 0.0)
+    return _Queue(pending=count or 0, oldest_due_age_s=age, disabled=disabled or 0)
