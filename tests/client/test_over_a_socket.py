@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import html
 import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.reservations.models import Reservation
+from hangar.web.docs import SNIPPETS
 from hangar_client import Client, Unauthorized
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
@@ -51,6 +54,17 @@ def readme_example() -> str:
 
 def test_the_readme_example_fits_in_ten_lines() -> None:
     assert len(readme_example().strip().splitlines()) <= 10
+
+
+async def test_docs_show_the_readme_example(client: httpx.AsyncClient) -> None:
+    """/docs shows the example from a snippet shipped in hangar's package (an installed hangar
+    has no clients/ directory): the same text as the README's."""
+    assert (SNIPPETS / "client.py").read_text() == readme_example()
+    page = await client.get("/docs")
+    assert page.status_code == 200
+    assert 'id="python-client"' in page.text
+    assert readme_example() in html.unescape(page.text)
+    assert "pip install ./clients/python" in page.text
 
 
 async def test_the_readme_example_runs(server: LiveServer, org: Org) -> None:
