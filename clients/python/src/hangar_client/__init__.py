@@ -1,5 +1,6 @@
 """A typed Python client for hangar's public API, calendar feed and signed webhooks."""
 
+from hangar_client._version import VERSION
 from hangar_client._wire import InvalidPayload
 from hangar_client.async_client import AsyncClient
 from hangar_client.calendar import calendar_url
@@ -27,7 +28,7 @@ from hangar_client.models import (
 from hangar_client.policy import RetryPolicy
 from hangar_client.signature import verify_signature
 
-__version__ = "1.1.0"
+__version__ = VERSION
 
 __all__ = [
     "Aircraft",

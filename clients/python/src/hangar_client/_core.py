@@ -13,11 +13,12 @@ from typing import Generic, TypeVar
 
 import httpx
 
+from hangar_client._version import VERSION
 from hangar_client.errors import error_for
 from hangar_client.policy import RetryPolicy, RetryState
 
 T = TypeVar("T")
-USER_AGENT = "hangar-client-python/1.1.0"
+USER_AGENT = f"hangar-client-python/{VERSION}"
 
 
 @dataclass(frozen=True)
