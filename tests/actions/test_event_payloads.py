@@ -16,6 +16,7 @@ from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.webhooks.catalogue import EVENT_NAMES
 from tests.fixtures.actions import raw_events, url, user_id, utc
+from tests.fixtures.all_events import fire_everything
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
 
@@ -83,42 +84,6 @@ def check(data: dict[str, Any], spec: dict[str, str]) -> None:
     assert list(data) == list(spec)  # the catalogue's order, as the spec lists the fields
     for key, kind in spec.items():
         assert conforms(data[key], kind), (key, data[key])
-
-
-async def fire_everything(admin: httpx.AsyncClient, org: Org, clock: FakeClock) -> None:
-    """Every one of the 13 events, through the product actions and the job."""
-    me = await user_id(admin)
-    plane = (
-        await admin.post(url(org, "aircraft"), json={"tail_number": "N1", "aircraft_type": "PA-28"})
-    ).json()["id"]
-    slot = {"aircraft_id": plane, "instructor_id": me, "activity_type": "dual_training"}
-    times = {"start_time": "2026-05-05T10:00:00+02:00", "end_time": "2026-05-05T12:00:00+02:00"}
-    flown = (await admin.post(url(org, "reservations"), json={**slot, **times})).json()["id"]
-    await admin.post(url(org, f"reservations/{flown}/check-in"), json={})
-    await admin.post(
-        url(org, f"reservations/{flown}/checkout"), json={"hobbs_out": 10, "hobbs_in": 11.3}
-    )
-    dropped = (await admin.post(url(org, "reservations"), json={**slot, **times})).json()["id"]
-    await admin.post(url(org, f"reservations/{dropped}/cancel"), json={"reason": "weather"})
-    squawk = (
-        await admin.post(
-            url(org, "squawks"),
-            json={"aircraft_id": plane, "description": "Oil leak", "severity": "minor"},
-        )
-    ).json()["id"]
-    await admin.post(url(org, f"squawks/{squawk}/escalate"))
-    await admin.post(url(org, f"squawks/{squawk}/resolve"))
-    await admin.post(url(org, f"aircraft/{plane}/deactivate"))
-    await admin.post(url(org, f"aircraft/{plane}/reactivate"))
-    mel = {
-        "aircraft_id": plane,
-        "item_description": "Pitot heat",
-        "mel_category": "c",
-        "due_date": "2026-05-04",
-    }
-    assert (await admin.post(url(org, "mel-items"), json=mel)).status_code == 201
-    clock.advance(days=1)
-    await expire_mel_items(org.engine, clock.now())
 
 
 async def test_every_event_matches_the_catalogue(

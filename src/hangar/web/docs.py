@@ -122,4 +122,5 @@ async def docs(request: Request) -> Response:
         events=EVENTS,
         python_snippet=(SNIPPETS / "receiver.py").read_text(encoding="utf-8"),
         node_snippet=(SNIPPETS / "receiver.js").read_text(encoding="utf-8"),
+        client_snippet=(SNIPPETS / "client.py").read_text(encoding="utf-8"),
     )

@@ -1,0 +1,174 @@
+"""The asynchronous client: carries out the core's plans with httpx.AsyncClient and
+asyncio.sleep."""
+
+from __future__ import annotations
+
+import asyncio
+import random as _random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from hangar_client import _operations as ops
+from hangar_client._core import USER_AGENT, Call, Core, Sleep
+from hangar_client.models import (
+    Aircraft,
+    MaintenanceLog,
+    Member,
+    Reservation,
+    ReservationPage,
+    ReservationStatus,
+    Squawk,
+    SquawkStatus,
+    WorkOrder,
+    WorkOrderStatus,
+)
+from hangar_client.policy import RetryPolicy
+
+T = TypeVar("T")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class AsyncClient:
+    """hangar's public API with one organization's key.
+
+    `now`, `sleep` and `random` are injectable so that tests (yours and ours) never really
+    wait; `transport` is httpx's, for tests or proxies.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str,
+        *,
+        policy: RetryPolicy | None = None,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        now: Callable[[], datetime] = _utc_now,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self._core = Core(key, policy or RetryPolicy(), now, random)
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, call: Call[T]) -> T:
+        plan = self._core.plan(call)
+        step = next(plan)
+        while True:
+            try:
+                if isinstance(step, Sleep):
+                    await self._sleep(step.seconds)
+                    step = plan.send(None)
+                else:
+                    response = await self._http.get(
+                        step.path, params=step.params, headers=step.headers
+                    )
+                    step = plan.send(response)
+            except StopIteration as done:
+                value: T = done.value
+                return value
+
+    async def reservations_page(
+        self,
+        *,
+        limit: int = 100,
+        after: str | None = None,
+        aircraft_id: str | None = None,
+        pilot_id: str | None = None,
+        status: ReservationStatus | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+    ) -> ReservationPage:
+        """One page, newest start time first; pass `next_cursor` back as `after` with the
+        same filters."""
+        return await self._call(
+            ops.reservations_page(
+                limit=limit,
+                after=after,
+                aircraft_id=aircraft_id,
+                pilot_id=pilot_id,
+                status=status,
+                start_after=start_after,
+                start_before=start_before,
+            )
+        )
+
+    async def reservations(
+        self,
+        *,
+        page_size: int = 100,
+        aircraft_id: str | None = None,
+        pilot_id: str | None = None,
+        status: ReservationStatus | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+    ) -> AsyncIterator[Reservation]:
+        """Every matching reservation, following `next_cursor` page by page."""
+        after: str | None = None
+        while True:
+            page = await self.reservations_page(
+                limit=page_size,
+                after=after,
+                aircraft_id=aircraft_id,
+                pilot_id=pilot_id,
+                status=status,
+                start_after=start_after,
+                start_before=start_before,
+            )
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            after = page.next_cursor
+
+    async def aircraft(self) -> list[Aircraft]:
+        return await self._call(ops.aircraft())
+
+    async def squawks(
+        self,
+        *,
+        status: SquawkStatus | None = None,
+        aircraft_id: str | None = None,
+        is_grounding: bool | None = None,
+    ) -> list[Squawk]:
+        """The 500 most recent matching squawks, newest first."""
+        return await self._call(
+            ops.squawks(status=status, aircraft_id=aircraft_id, is_grounding=is_grounding)
+        )
+
+    async def members(self) -> list[Member]:
+        return await self._call(ops.members())
+
+    async def maintenance_logs(self, *, aircraft_id: str | None = None) -> list[MaintenanceLog]:
+        """The 500 most recent entries; filter by aircraft for a complete history."""
+        return await self._call(ops.maintenance_logs(aircraft_id=aircraft_id))
+
+    async def work_orders(self, *, status: WorkOrderStatus | None = None) -> list[WorkOrder]:
+        return await self._call(ops.work_orders(status=status))
+
+    async def calendar(self) -> str:
+        """The iCalendar feed's text (the key goes in `?token=`, as calendar apps send it)."""
+        return await self._call(ops.calendar())

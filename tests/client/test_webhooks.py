@@ -1,0 +1,90 @@
+"""The client's webhook half against what hangar really sends: bodies built and signed by
+hangar's own signer, carrying the data of events the product actions really fired."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import httpx
+import orjson
+import pytest
+
+from hangar.webhooks import catalogue, signing
+from hangar_client import InvalidPayload, parse_event, verify_signature
+from hangar_client.events import EVENT_TYPES, TestPing, UnknownData
+from tests.fixtures.actions import raw_events
+from tests.fixtures.all_events import fire_everything
+from tests.fixtures.factories import Org
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.python_client import wire
+
+SECRET = "5e" * 32
+
+
+def delivery(name: str, data: str, clock: FakeClock) -> tuple[bytes, dict[str, str]]:
+    """The body and headers hangar's sender posts for one event."""
+    body = signing.envelope(name, clock.now(), data)
+    return body, signing.headers(name, "delivery-1", SECRET, body)
+
+
+def test_a_real_signature_verifies_and_anything_else_does_not(clock: FakeClock) -> None:
+    body, headers = delivery("squawk.created", '{"id":"x","note":"ünï"}', clock)
+    header = headers["X-Service-Signature"]
+    assert verify_signature(SECRET, body, header)
+    assert not verify_signature("0" * 64, body, header)
+    assert not verify_signature(SECRET, body.replace(b'"x"', b'"y"'), header)
+    assert not verify_signature(SECRET, orjson.dumps(orjson.loads(body)) + b" ", header)
+    assert not verify_signature(SECRET, body, header.removeprefix("sha256="))
+    assert not verify_signature(SECRET, body, header.upper())
+    assert not verify_signature(SECRET, body, None)
+    assert not verify_signature(SECRET, body, "sha256=ünïcode")  # no exception either
+
+
+async def test_each_of_the_13_events_parses_to_its_type(
+    admin: httpx.AsyncClient, org: Org, other: Org, clock: FakeClock
+) -> None:
+    await fire_everything(admin, org, clock)
+    recorded = await raw_events(org.engine, org.id)
+    assert {name for name, _ in recorded} == set(catalogue.EVENT_NAMES)
+    for name, data in recorded:
+        body, headers = delivery(name, data, clock)
+        assert verify_signature(SECRET, body, headers["X-Service-Signature"])
+        event = parse_event(body)
+        assert event.event == name == headers["X-Service-Event"]
+        assert event.delivered_at == clock.now()
+        assert type(event.data) is EVENT_TYPES[name]
+        parsed = {
+            f.name: wire(getattr(event.data, f.name))
+            for f in dataclasses.fields(event.data)
+            if getattr(event.data, f.name) is not None or f.default is dataclasses.MISSING
+        }
+        assert parsed == orjson.loads(data), name  # every field, none lost, none invented
+
+
+def test_test_ping_and_unknown_events(clock: FakeClock) -> None:
+    body, _ = delivery(catalogue.TEST_PING, orjson.dumps(catalogue.ping("hi")).decode(), clock)
+    assert parse_event(body).data == TestPing("hi")
+    body, _ = delivery("runway.closed", '{"id":"r1","nested":{"a":[1]}}', clock)
+    event = parse_event(body)
+    assert event.event == "runway.closed"
+    assert event.data == UnknownData({"id": "r1", "nested": {"a": [1]}})
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"id":"s1","aircraft_id":"a1","description":"d"}',  # severity missing
+        '{"id":"s1","aircraft_id":"a1","description":"d","severity":3}',
+        "[]",
+    ],
+)
+def test_a_malformed_known_event_raises_invalid_payload(data: str, clock: FakeClock) -> None:
+    body, _ = delivery(catalogue.SQUAWK_ESCALATED, data, clock)
+    with pytest.raises(InvalidPayload):
+        parse_event(body)
+
+
+@pytest.mark.parametrize("body", [b"", b"not json", b"[]", b'{"event":"x"}'])
+def test_a_body_that_is_no_envelope_raises_invalid_payload(body: bytes) -> None:
+    with pytest.raises(InvalidPayload):
+        parse_event(body)
