@@ -19,6 +19,34 @@ SCOPE = {
     f"{P}/maintenance-logs": "read:maintenance",
     f"{P}/work-orders": "read:maintenance",
 }
+# The names generated clients give the operations: a rename breaks every client, so it must be
+# a deliberate change to this table.
+OPERATION_IDS = {
+    f"{P}/reservations": "list_reservations",
+    f"{P}/reservations.ics": "get_reservations_calendar",
+    f"{P}/aircraft": "list_aircraft",
+    f"{P}/squawks": "list_squawks",
+    f"{P}/members": "list_members",
+    f"{P}/maintenance-logs": "list_maintenance_logs",
+    f"{P}/work-orders": "list_work_orders",
+}
+TAG = {
+    f"{P}/reservations": "reservations",
+    f"{P}/reservations.ics": "reservations",
+    f"{P}/aircraft": "fleet",
+    f"{P}/squawks": "squawks",
+    f"{P}/members": "members",
+    f"{P}/maintenance-logs": "maintenance",
+    f"{P}/work-orders": "maintenance",
+}
+ERROR_CODES = {
+    "400": "INVALID_CURSOR",
+    "401": "UNAUTHORIZED",
+    "403": "INSUFFICIENT_SCOPE",
+    "422": "VALIDATION_ERROR",
+    "429": "RATE_LIMITED",
+    "503": "SERVICE_UNAVAILABLE",
+}
 PARAMETERS = {
     f"{P}/reservations": {
         "limit",
@@ -177,3 +205,62 @@ async def test_error_statuses_are_declared(doc: dict[str, Any]) -> None:
         assert {"401", "403", "422", "429", "503"} <= declared, path
         # Only the paginated operation can refuse a cursor.
         assert ("400" in declared) == path.endswith("/reservations"), path
+
+
+async def test_operation_ids_are_short_and_pinned(doc: dict[str, Any]) -> None:
+    found = {path: item["get"]["operationId"] for path, item in doc["paths"].items()}
+    assert found == OPERATION_IDS
+
+
+async def test_each_operation_has_one_tag_described_at_the_top(doc: dict[str, Any]) -> None:
+    assert {path: item["get"]["tags"] for path, item in doc["paths"].items()} == {
+        path: [tag] for path, tag in TAG.items()
+    }
+    listed = {tag["name"]: tag.get("description") for tag in doc["tags"]}
+    assert set(listed) == set(TAG.values())
+    assert all(listed.values()), listed
+
+
+async def test_each_operation_is_described(doc: dict[str, Any]) -> None:
+    for path, item in doc["paths"].items():
+        op = item["get"]
+        assert op["summary"], path
+        # What it returns, the scope it needs, whether it pages, the rate limit.
+        assert f"Scope: `{SCOPE[path]}`" in op["description"], path
+        assert "paginated" in op["description"], path
+        assert "60 requests per calendar minute" in op["description"], path
+        ok = op["responses"]["200"]["description"]
+        assert ok, path
+        assert ok != "Successful Response", path
+
+
+async def test_errors_are_described_with_their_code_and_body(doc: dict[str, Any]) -> None:
+    schemas = doc["components"]["schemas"]
+    for path, item in doc["paths"].items():
+        for status, answer in item["get"]["responses"].items():
+            if status in ("200", "304"):
+                continue
+            assert answer["description"].startswith(f"`{ERROR_CODES[status]}`"), (path, status)
+            [(media, content)] = answer["content"].items()
+            assert media == "application/json", (path, status)
+            name = content["schema"]["$ref"].rpartition("/")[2]
+            assert {"detail", "code"} <= set(schemas[name]["required"]), (path, status)
+            assert schemas[name]["properties"]["code"]["type"] == "string"
+
+
+async def test_contact_and_license(doc: dict[str, Any]) -> None:
+    info = doc["info"]
+    assert info["contact"] == {
+        "name": "The operators of this hangar deployment",
+        "url": "https://hangar.example/docs",
+    }
+    # OpenAPI 3.1: a license has a name and either an SPDX identifier or a url, never both.
+    assert info["license"] == {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
+
+
+async def test_only_the_feed_answers_304_and_its_304_has_no_body(doc: dict[str, Any]) -> None:
+    answering = {p for p, item in doc["paths"].items() if "304" in item["get"]["responses"]}
+    assert answering == {"/api/v1/external/reservations.ics"}
+    not_modified = doc["paths"]["/api/v1/external/reservations.ics"]["get"]["responses"]["304"]
+    assert "content" not in not_modified
+    assert "If-None-Match" in not_modified["description"]

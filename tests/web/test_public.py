@@ -91,6 +91,20 @@ async def test_docs_list_every_operation_of_the_live_openapi(client: httpx.Async
     assert f"version {API_VERSION}" in html
 
 
+async def test_docs_render_each_operations_descriptions(client: httpx.AsyncClient) -> None:
+    # The document's descriptions are CommonMark: the page shows them formatted, not as source.
+    spec = (await client.get("/api/v1/external/openapi.json")).json()
+    html = (await client.get("/docs")).text
+    for methods in spec["paths"].values():
+        op = methods["get"]
+        section = html[html.index(f'id="{op["operationId"]}"') :]
+        section = section[: section.index("</section>")]
+        assert "<p>Scope: <code>" in section
+        assert "`" not in section
+        ok = op["responses"]["200"]["description"]
+        assert f"<strong>200</strong> {ok}" in section
+
+
 async def test_docs_cover_scopes_limits_and_every_event(client: httpx.AsyncClient) -> None:
     html = (await client.get("/docs")).text
     for scope in ("read:reservations", "read:members.full", "read:maintenance"):

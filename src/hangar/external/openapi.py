@@ -10,6 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from hangar import __version__
 from hangar.auth.key_format import SCOPES
 from hangar.external.paths import PREFIX
+from hangar.external.tags import TAGS
 
 API_VERSION = __version__
 
@@ -26,17 +27,25 @@ _DESCRIPTION = (
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     """The document as FastAPI builds it (JSON, typed as FastAPI types it), narrowed to the
-    public API and given its servers and security schemes."""
+    public API and given its servers, contact, license, tags and security schemes."""
+    public_url = app.state.services.settings.public_url
     doc = get_openapi(
         title="hangar external API",
         version=API_VERSION,
         openapi_version="3.1.0",
         description=_DESCRIPTION,
         routes=app.routes,
+        tags=TAGS,
+        # SECURITY.md: questions and reports go to the operators of the deployment, whose
+        # integrator documentation is at /docs.
+        contact={"name": "The operators of this hangar deployment", "url": f"{public_url}/docs"},
+        # The repository states no license: the service is proprietary. SPDX has no
+        # identifier for that; `LicenseRef-` is SPDX's form for a license not on its list.
+        license_info={"name": "Proprietary", "identifier": "LicenseRef-Proprietary"},
     )
     # Only the public API is described; sessions, management and pages are not part of it.
     doc["paths"] = {path: ops for path, ops in doc["paths"].items() if path.startswith(PREFIX)}
-    doc["servers"] = [{"url": app.state.services.settings.public_url}]
+    doc["servers"] = [{"url": public_url}]
     doc.setdefault("components", {})["securitySchemes"] = {
         "bearerAuth": {
             "type": "http",
@@ -55,8 +64,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         if param["name"] == "token":
             param["required"] = True
             param["schema"] = {"type": "string"}
-    feed["responses"]["200"] = {
-        "description": "An iCalendar (RFC 5545) document",
-        "content": {"text/calendar": {"schema": {"type": "string"}}},
-    }
+    # Not JSON: the route's description stays, its content is the calendar's.
+    feed["responses"]["200"]["content"] = {"text/calendar": {"schema": {"type": "string"}}}
     return doc

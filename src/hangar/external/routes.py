@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Annotated, Any, TypedDict
 
 from fastapi import APIRouter, Query, Request
@@ -13,7 +14,7 @@ from starlette.responses import Response
 
 from hangar.auth.apikey import MISSING, MISSING_TOKEN, KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection, read_connection
-from hangar.external import calendar
+from hangar.external import calendar, tags
 from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
@@ -39,16 +40,45 @@ from hangar.squawks.schemas import Squawk
 # FastAPI's type for an operation's documented answers: status to OpenAPI fragments (JSON).
 _Responses = dict[int | str, dict[str, Any]]
 
+# The answers every operation may give besides its 200, as service-spec.md's Errors lists
+# them: each a `{detail, code}` body whose `code` a client branches on.
 _ERRORS: _Responses = {
-    401: {"model": ErrorBody, "description": "Missing, malformed, unknown, revoked or expired key"},
-    403: {"model": ErrorBody, "description": "The key lacks this operation's scope"},
-    422: {"model": ValidationErrorBody, "description": "Invalid query parameters"},
-    429: {"model": ErrorBody, "description": "Per-key limit of 60/min or 1000/hour reached"},
-    503: {"model": ErrorBody, "description": "A datastore is unreachable for now; retry later"},
+    401: {
+        "model": ErrorBody,
+        "description": "`UNAUTHORIZED`: the key is missing, malformed, unknown, revoked, or "
+        "rotated out after its grace window",
+    },
+    403: {
+        "model": ErrorBody,
+        "description": "`INSUFFICIENT_SCOPE`: the key is valid but lacks this operation's "
+        "scope, which `detail` names",
+    },
+    422: {
+        "model": ValidationErrorBody,
+        "description": "`VALIDATION_ERROR`: a query parameter is invalid; `errors` lists each "
+        "problem",
+    },
+    429: {
+        "model": ErrorBody,
+        "description": "`RATE_LIMITED`: the key has made 60 requests this calendar minute or "
+        "1000 this calendar hour; no quota headers are sent",
+    },
+    503: {
+        "model": ErrorBody,
+        "description": "`SERVICE_UNAVAILABLE`: a datastore cannot be reached for now; retry later",
+    },
 }
 _CURSOR_ERROR: _Responses = {
-    400: {"model": ErrorBody, "description": "INVALID_CURSOR: `after` is not from these results"},
+    400: {
+        "model": ErrorBody,
+        "description": "`INVALID_CURSOR`: `after` did not come from this organization's "
+        "results with these filters",
+    },
 }
+_LIMITS = (
+    "Every call counts against the key's limits of 60 requests per calendar minute and 1000 "
+    "per calendar hour; past either, the answer is 429 `RATE_LIMITED`."
+)
 _SCOPE = "x-required-scope"
 _QUERY_KEY = "calendarToken"
 
@@ -114,29 +144,44 @@ class KeyedRoute(APIRoute):
         return keyed
 
 
-router = APIRouter(prefix=PREFIX, tags=["external"], route_class=KeyedRoute)
+router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
 
 
 class _Operation(TypedDict):
-    """The keywords of `router.get` that document an operation (its scope and its answers)."""
+    """The keywords of `router.get` that document an operation: its name for generated
+    clients, its tag, its texts, its scope and its answers. Built once, at import."""
 
+    operation_id: str
+    tags: list[str | Enum]  # FastAPI's type: one of hangar.external.tags
     summary: str
+    description: str
+    response_description: str
     responses: _Responses
     openapi_extra: dict[str, Any]  # merged into the operation's OpenAPI object as it stands
     response_class: type[Response]
 
 
 def _doc(
+    operation_id: str,
+    tag: str,
     scope: str,
     model: Any,
-    summary: str,
     *,
+    summary: str,
+    description: str,
+    ok: str,
     query_key: bool = False,
     errors: _Responses | None = None,
 ) -> _Operation:
+    """`operation_id` is the name generated clients give the call: set here, never derived
+    from the function's name, so renaming a function changes no client (tests pin the set)."""
     scheme = _QUERY_KEY if query_key else "bearerAuth"
     return {
+        "operation_id": operation_id,
+        "tags": [tag],
         "summary": summary,
+        "description": f"{description}\n\nScope: `{scope}`. {_LIMITS}",
+        "response_description": ok,
         "responses": {200: {"model": model}, **(errors or {}), **_ERRORS},
         "openapi_extra": {"security": [{scheme: [scope]}], _SCOPE: scope},
         "response_class": Response,
@@ -149,7 +194,20 @@ def _canonical(moment: datetime | None) -> str:
 
 @router.get(
     "/reservations",
-    **_doc("read:reservations", ReservationPage, "List reservations", errors=_CURSOR_ERROR),
+    **_doc(
+        "list_reservations",
+        tags.RESERVATIONS,
+        "read:reservations",
+        ReservationPage,
+        summary="List reservations",
+        description="The organization's reservations, newest start time first; soft-deleted "
+        "ones are never returned. The only paginated operation: a page holds at most `limit` "
+        "reservations, and `next_cursor` is set whenever a full page came back. Pass it back "
+        "as `after` with the same filters for the next page; walked to the end, the pages "
+        "return every matching reservation once.",
+        ok="One page of reservations and the cursor of the next (null on the last page)",
+        errors=_CURSOR_ERROR,
+    ),
 )
 async def list_reservations(
     request: Request,
@@ -201,13 +259,39 @@ async def list_reservations(
     return json_response({"items": items, "next_cursor": next_cursor})
 
 
-@router.get("/aircraft", **_doc("read:aircraft", list[Aircraft], "List the fleet"))
+@router.get(
+    "/aircraft",
+    **_doc(
+        "list_aircraft",
+        tags.FLEET,
+        "read:aircraft",
+        list[Aircraft],
+        summary="List the fleet",
+        description="Every aircraft of the organization that is not deleted, with its current "
+        "Hobbs and tach times and annual due date; `is_active` is false while an aircraft is "
+        "grounded. Not paginated: all of them in one array.",
+        ok="The organization's aircraft, as a bare array",
+    ),
+)
 async def list_aircraft(request: Request) -> Response:
     by = caller(request)
     return json_response(await fleet_queries.fleet(by.conn, by.key))
 
 
-@router.get("/squawks", **_doc("read:squawks", list[Squawk], "List the 500 most recent squawks"))
+@router.get(
+    "/squawks",
+    **_doc(
+        "list_squawks",
+        tags.SQUAWKS,
+        "read:squawks",
+        list[Squawk],
+        summary="List the 500 most recent squawks",
+        description="The organization's squawks (reported discrepancies), newest first. Not "
+        "paginated: at most the 500 most recent that match the filters, with no cursor; "
+        "filter to reach older ones.",
+        ok="Up to 500 squawks, newest first, as a bare array",
+    ),
+)
 async def list_squawks(
     request: Request,
     status: SquawkStatus | None = None,
@@ -224,7 +308,21 @@ async def list_squawks(
     return json_response(rows)
 
 
-@router.get("/members", **_doc("read:members", list[Member], "List memberships"))
+@router.get(
+    "/members",
+    **_doc(
+        "list_members",
+        tags.MEMBERS,
+        "read:members",
+        list[Member],
+        summary="List memberships",
+        description="One record per membership of the organization that is not deleted: user "
+        "id, role, status and join date. `email`, `first_name`, `last_name` and `phone` are "
+        "present only when the key also carries `read:members.full`. Not paginated: all of "
+        "them in one array.",
+        ok="The organization's memberships, as a bare array",
+    ),
+)
 async def list_members(request: Request) -> Response:
     by = caller(request)
     return json_response(await member_queries.members(by.conn, by.key))
@@ -232,7 +330,17 @@ async def list_members(request: Request) -> Response:
 
 @router.get(
     "/maintenance-logs",
-    **_doc("read:maintenance", list[MaintenanceLog], "List the 500 most recent log entries"),
+    **_doc(
+        "list_maintenance_logs",
+        tags.MAINTENANCE,
+        "read:maintenance",
+        list[MaintenanceLog],
+        summary="List the 500 most recent log entries",
+        description="The organization's maintenance log entries, most recent event date first. "
+        "Not paginated: at most the 500 most recent, with no cursor; filter by `aircraft_id` "
+        "for an aircraft's complete history.",
+        ok="Up to 500 maintenance log entries, most recent first, as a bare array",
+    ),
 )
 async def list_maintenance_logs(request: Request, aircraft_id: str | None = None) -> Response:
     aircraft = parse_id(aircraft_id) if aircraft_id is not None else None
@@ -245,7 +353,16 @@ async def list_maintenance_logs(request: Request, aircraft_id: str | None = None
 
 @router.get(
     "/work-orders",
-    **_doc("read:maintenance", list[WorkOrder], "List the 500 most recent work orders"),
+    **_doc(
+        "list_work_orders",
+        tags.MAINTENANCE,
+        "read:maintenance",
+        list[WorkOrder],
+        summary="List the 500 most recent work orders",
+        description="The organization's work orders, open and historical, newest first. Not "
+        "paginated: at most the 500 most recent that match the filter, with no cursor.",
+        ok="Up to 500 work orders, newest first, as a bare array",
+    ),
 )
 async def list_work_orders(request: Request, status: WorkOrderStatus | None = None) -> Response:
     by = caller(request)
@@ -253,7 +370,30 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
     return json_response(rows)
 
 
-_FEED = _doc("read:reservations", str, "Calendar feed of reservations", query_key=True)
+_FEED = _doc(
+    "get_reservations_calendar",
+    tags.RESERVATIONS,
+    "read:reservations",
+    str,
+    summary="Calendar feed of reservations",
+    description="An iCalendar (RFC 5545) document for calendar clients: one event per "
+    "reservation, the 500 most recent by start time, skipping those without a start or "
+    "end time. Not paginated. The key travels in the `token` query parameter, as calendar "
+    "clients cannot send headers, so the feed URL is a live credential: give it a key "
+    "holding only `read:reservations`, and revoke that key if the URL leaks.\n\n"
+    "Polling: the answer carries a weak `ETag` (and `Last-Modified` once the second of the "
+    "last change has passed); sent back as `If-None-Match` (or `If-Modified-Since`), it is "
+    "answered 304 with no body while none of the organization's reservations has changed. "
+    "`HEAD` answers the same headers without the document.",
+    ok="An iCalendar (RFC 5545) document",
+    query_key=True,
+    errors={
+        304: {
+            "description": "Not Modified: the calendar's copy (its `If-None-Match` or "
+            "`If-Modified-Since`) is current; no body"
+        }
+    },
+)
 
 
 @router.get("/reservations.ics", **_FEED)

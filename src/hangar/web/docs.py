@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 from starlette.responses import Response
 
 from hangar.auth.key_format import SCOPES
@@ -20,6 +22,13 @@ from hangar.web.pages import PACKAGE, PageRoute, render
 router = APIRouter(route_class=PageRoute)
 
 SNIPPETS = PACKAGE / "snippets"
+# The document's descriptions are CommonMark (OpenAPI's rule).
+_md = MarkdownIt("commonmark", {"html": False})
+
+
+def _html(markdown: str, *, inline: bool = False) -> Markup:
+    # Safe to mark up: with "html" off, markdown-it escapes all but the markup it makes itself.
+    return Markup(_md.renderInline(markdown) if inline else _md.render(markdown))  # noqa: S704
 
 
 @dataclass(frozen=True)
@@ -37,10 +46,10 @@ class Operation:
     path: str
     operation_id: str
     summary: str
-    description: str
+    description: Markup
     scope: str
     parameters: list[Parameter]
-    responses: list[tuple[str, str]]
+    responses: list[tuple[str, Markup]]
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -80,7 +89,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                     path=path,
                     operation_id=op.get("operationId", f"{method}-{path}"),
                     summary=op.get("summary", ""),
-                    description=op.get("description", ""),
+                    description=_html(op.get("description", "")),
                     scope=op.get("x-required-scope", ""),
                     parameters=[
                         Parameter(
@@ -93,7 +102,8 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                         for p in op.get("parameters", [])
                     ],
                     responses=[
-                        (status, r.get("description", "")) for status, r in op["responses"].items()
+                        (status, _html(r.get("description", ""), inline=True))
+                        for status, r in op["responses"].items()
                     ],
                 )
             )
