@@ -14,14 +14,14 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from sqlalchemy import text
 from starlette.responses import Response
 
 from hangar.db.migrate import code_revisions, database_revisions
 from hangar.kit.errors import error_response
 from hangar.kit.responses import json_response
-from hangar.kit.routing import services_of
+from hangar.kit.routing import ServicesDep
 from hangar.kit.services import Services
 
 log = logging.getLogger("hangar")
@@ -50,8 +50,7 @@ async def _redis(services: Services) -> None:
 
 
 @router.get("/api/health", include_in_schema=False)
-async def health(request: Request) -> Response:
-    services = services_of(request)
+async def health(services: ServicesDep) -> Response:
     for name, check in (("database", _database), ("redis", _redis)):
         try:
             await asyncio.wait_for(check(services), _TIMEOUT)
@@ -67,8 +66,8 @@ async def health(request: Request) -> Response:
 
 
 @router.get("/api/health/ready", include_in_schema=False)
-async def ready(request: Request) -> Response:
-    return await readiness(services_of(request))
+async def ready(services: ServicesDep) -> Response:
+    return await readiness(services)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
@@ -24,7 +24,7 @@ from hangar.accounts import invitation_service, session_service
 from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
-from hangar.kit.routing import services_of
+from hangar.kit.routing import Now, ServicesDep, Tx
 from hangar.orgs.access import csrf_if_signed_in, current_session
 
 router = APIRouter(prefix="/api/invitations/{token}", include_in_schema=False)
@@ -41,26 +41,25 @@ def _no_store(response: Response) -> Response:
 
 
 @router.get("")
-async def show(request: Request, token: str) -> Response:
-    found = await invitation_service.open_link(services_of(request), token)
+async def show(conn: Tx, now: Now, token: str) -> Response:
+    found = await invitation_service.open_link(conn, token, now)
     return _no_store(json_response(found.public()))
 
 
 @router.post("/accept")
 async def accept(
-    request: Request,
     token: str,
     signed_in: Annotated[sessions.SignedIn, Depends(current_session)],
+    conn: Tx,
+    now: Now,
 ) -> Response:
-    services = services_of(request)
-    await invitation_service.accept(services, token, signed_in.user_id)
-    return _no_store(json_response(await session_service.session_view(services, signed_in)))
+    await invitation_service.accept(conn, token, signed_in.user_id, now)
+    return _no_store(json_response(await session_service.session_view(conn, signed_in)))
 
 
 @router.post("/password", dependencies=[Depends(csrf_if_signed_in)])
-async def set_password(request: Request, token: str, body: NewPassword) -> Response:
-    services = services_of(request)
-    cookie, signed_in = await invitation_service.choose_password(services, token, body.password)
-    response = json_response(await session_service.session_view(services, signed_in))
-    session_service.set_session_cookie(response, services, cookie)
+async def set_password(services: ServicesDep, token: str, body: NewPassword) -> Response:
+    new = await invitation_service.choose_password(services, token, body.password)
+    response = json_response(new.view)
+    session_service.set_session_cookie(response, services, new.token)
     return _no_store(response)

@@ -1,12 +1,14 @@
 """POST/GET/DELETE /api/session: signing in and out (interfaces.md §3).
 
-The actions are accounts/session_service.py's, shared with the /login form."""
+The actions are accounts/session_service.py's, shared with the /login form. Signing in runs
+in a transaction of its own (its body is validated and the per-email budget checked before
+any database work); who-am-I and signing out in the request's (`Tx`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
@@ -14,7 +16,7 @@ from hangar.accounts import session_service
 from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
-from hangar.kit.routing import services_of
+from hangar.kit.routing import ServicesDep, Tx
 from hangar.orgs.access import current_session
 
 router = APIRouter(include_in_schema=False)
@@ -26,28 +28,25 @@ class Credentials(RequestBody):
 
 
 @router.post("/api/session")
-async def sign_in(request: Request, credentials: Credentials) -> Response:
-    services = services_of(request)
-    token, signed_in = await session_service.sign_in_or_refuse(
-        services, credentials.email, credentials.password
-    )
-    response = json_response(await session_service.session_view(services, signed_in))
-    session_service.set_session_cookie(response, services, token)
+async def sign_in(services: ServicesDep, credentials: Credentials) -> Response:
+    new = await session_service.sign_in_or_refuse(services, credentials.email, credentials.password)
+    response = json_response(new.view)
+    session_service.set_session_cookie(response, services, new.token)
     return response
 
 
 @router.get("/api/session")
 async def who_am_i(
-    request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
+    signed_in: Annotated[sessions.SignedIn, Depends(current_session)], conn: Tx
 ) -> Response:
-    return json_response(await session_service.session_view(services_of(request), signed_in))
+    return json_response(await session_service.session_view(conn, signed_in))
 
 
 @router.delete("/api/session", status_code=204)
 async def sign_out(
-    request: Request, signed_in: Annotated[sessions.SignedIn, Depends(current_session)]
+    signed_in: Annotated[sessions.SignedIn, Depends(current_session)], conn: Tx
 ) -> Response:
-    await session_service.sign_out(services_of(request), signed_in.session_id)
+    await session_service.sign_out(conn, signed_in.session_id)
     response = Response(status_code=204)
     response.delete_cookie(sessions.COOKIE, path="/")
     return response

@@ -5,12 +5,14 @@ same cookie."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.auth import sessions
-from hangar.kit.errors import ApiError
+from hangar.kit.errors import RateLimited, Unauthorized
 from hangar.kit.ratelimit import Limit
 from hangar.kit.services import Services
 from hangar.orgs import access
@@ -20,40 +22,62 @@ from hangar.orgs import access
 SIGN_IN_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes"),)
 
 
-async def sign_in_or_refuse(
-    services: Services, email: str, password: str
-) -> tuple[str, sessions.SignedIn]:
+class UserView(TypedDict):
+    id: str
+    email: str
+
+
+class SessionView(TypedDict):
+    """GET /api/session: who is signed in, their CSRF token, and where they are a member."""
+
+    user: UserView
+    csrf_token: str
+    memberships: list[access.MembershipView]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A session just started: the cookie's value, and what GET /api/session says of it."""
+
+    token: str
+    signed_in: sessions.SignedIn
+    view: SessionView
+
+
+async def session_view(conn: AsyncConnection, signed_in: sessions.SignedIn) -> SessionView:
+    orgs = await access.memberships(conn, signed_in.user_id)
+    user = UserView(id=str(signed_in.user_id), email=signed_in.email)
+    return SessionView(user=user, csrf_token=signed_in.csrf_token, memberships=orgs)
+
+
+async def started(conn: AsyncConnection, new: tuple[str, sessions.SignedIn]) -> Started:
+    token, signed_in = new
+    return Started(token, signed_in, await session_view(conn, signed_in))
+
+
+async def sign_in_or_refuse(services: Services, email: str, password: str) -> Started:
     """A new session, or 401 INVALID_CREDENTIALS, or 429 once this email's failures are spent.
 
     The budget is checked before the password, so a spent budget gives a guesser nothing.
+    Its transaction is its own, not the request's (`Tx`): the budget, like the body's
+    validation, comes before any database work.
     """
     now = services.clock.now()
     subject = f"sign-in:{email.strip().lower()}"
     refused = await services.limiter.exceeded(subject, SIGN_IN_LIMITS, now)
     if refused is not None:
-        raise ApiError(429, "RATE_LIMITED", f"Too many failed sign-ins: {refused.label}")
+        raise RateLimited(f"Too many failed sign-ins: {refused.label}")
     async with services.engine.begin() as conn:
         result = await sessions.sign_in(conn, email, password, now)
-    if result is None:
+        new = None if result is None else await started(conn, result)
+    if new is None:
         await services.limiter.hit(subject, SIGN_IN_LIMITS, now)
-        raise ApiError(401, "INVALID_CREDENTIALS", "Wrong email or password")
-    return result
+        raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
+    return new
 
 
-async def sign_out(services: Services, session_id: uuid.UUID) -> None:
-    async with services.engine.begin() as conn:
-        await sessions.sign_out(conn, session_id)
-
-
-async def session_view(services: Services, signed_in: sessions.SignedIn) -> dict[str, Any]:
-    """Who is signed in, their CSRF token, and where they are a member."""
-    async with services.engine.connect() as conn:
-        orgs = await access.memberships(conn, signed_in.user_id)
-    return {
-        "user": {"id": str(signed_in.user_id), "email": signed_in.email},
-        "csrf_token": signed_in.csrf_token,
-        "memberships": orgs,
-    }
+async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
+    await sessions.sign_out(conn, session_id)
 
 
 def set_session_cookie(response: Response, services: Services, token: str) -> None:

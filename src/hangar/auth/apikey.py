@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select, update
 from hangar.auth.key_format import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.db.engine import Read, ReadConnection, read_connection
-from hangar.kit.errors import ApiError
+from hangar.kit.errors import Forbidden, RateLimited, Unauthorized
 from hangar.kit.ratelimit import API_LIMITS
 from hangar.kit.services import Services
 
@@ -59,9 +59,9 @@ class KeyAuthenticator:
         """The key, if it can be one: a missing or malformed key is refused (401) before
         any database work."""
         if not raw_key:
-            raise ApiError(401, "UNAUTHORIZED", missing)
+            raise Unauthorized(missing)
         if not is_well_formed(raw_key):
-            raise ApiError(401, "UNAUTHORIZED", INVALID)
+            raise Unauthorized(INVALID)
         return raw_key
 
     async def authenticate(
@@ -93,7 +93,7 @@ class KeyAuthenticator:
             or row["revoked_at"] is not None
             or (row["expires_at"] is not None and row["expires_at"] <= now)
         ):
-            raise ApiError(401, "UNAUTHORIZED", INVALID)
+            raise Unauthorized(INVALID)
         key_id: uuid.UUID = row["id"]
         if self._due_for_touch(key_id, row["last_used_at"], now):
             # A write of its own, at most once a minute: the read connection stays read-only.
@@ -103,10 +103,10 @@ class KeyAuthenticator:
                 )
         refused = await services.limiter.hit(f"key:{key_id}", API_LIMITS, now)
         if refused is not None:
-            raise ApiError(429, "RATE_LIMITED", f"Rate limit exceeded: {refused.label} per API key")
+            raise RateLimited(f"Rate limit exceeded: {refused.label} per API key")
         scopes = frozenset(row["scopes"] or ())
         if scope not in scopes:
-            raise ApiError(403, "INSUFFICIENT_SCOPE", f"This API key lacks the scope {scope}")
+            raise Forbidden(f"This API key lacks the scope {scope}", "INSUFFICIENT_SCOPE")
         return KeyContext(key_id=key_id, org_id=row["org_id"], scopes=scopes)
 
     def _due_for_touch(self, key_id: uuid.UUID, stored: datetime | None, now: datetime) -> bool:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import ApiKey
 from hangar.keys.issuing import IssuedKey, issue_key
-from hangar.kit.errors import ApiError, Conflict, NotFound
+from hangar.kit.errors import Conflict, NotFound, Unprocessable
 
 # What a 404 calls one.
 API_KEY = "API key"
@@ -35,6 +35,32 @@ _VIEW_COLUMNS = (
 )
 
 
+class KeyView(TypedDict):
+    """A key as the management API and the screens show it: never the key itself."""
+
+    id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    status: str
+    created_at: datetime
+    created_by: str | None
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    replaced_by: str | None
+
+
+class NewKeyView(KeyView):
+    """A key just issued: the one answer that holds the full key."""
+
+    key: str
+
+
+class Rotated(TypedDict):
+    new: NewKeyView
+    old: KeyView
+
+
 def status_of(revoked_at: datetime | None, expires_at: datetime | None, now: datetime) -> str:
     if revoked_at is not None:
         return "revoked"
@@ -43,24 +69,22 @@ def status_of(revoked_at: datetime | None, expires_at: datetime | None, now: dat
     return "expiring" if expires_at > now else "expired"
 
 
-def _view(row: Any, now: datetime) -> dict[str, Any]:
-    return {
-        "id": str(row.id),
-        "name": row.name,
-        "prefix": row.prefix,
-        "scopes": list(row.scopes or []),
-        "status": status_of(row.revoked_at, row.expires_at, now),
-        "created_at": row.created_at,
-        "created_by": str(row.created_by) if row.created_by else None,
-        "last_used_at": row.last_used_at,
-        "expires_at": row.expires_at,
-        "replaced_by": str(row.replaced_by) if row.replaced_by else None,
-    }
+def _view(row: Any, now: datetime) -> KeyView:
+    return KeyView(
+        id=str(row.id),
+        name=row.name,
+        prefix=row.prefix,
+        scopes=list(row.scopes or []),
+        status=status_of(row.revoked_at, row.expires_at, now),
+        created_at=row.created_at,
+        created_by=str(row.created_by) if row.created_by else None,
+        last_used_at=row.last_used_at,
+        expires_at=row.expires_at,
+        replaced_by=str(row.replaced_by) if row.replaced_by else None,
+    )
 
 
-async def list_keys(
-    conn: AsyncConnection, org_id: uuid.UUID, now: datetime
-) -> list[dict[str, Any]]:
+async def list_keys(conn: AsyncConnection, org_id: uuid.UUID, now: datetime) -> list[KeyView]:
     rows = await conn.execute(
         select(*_VIEW_COLUMNS)
         .where(ApiKey.org_id == org_id)
@@ -76,7 +100,7 @@ async def get_key(
     now: datetime,
     *,
     lock: bool = False,
-) -> dict[str, Any]:
+) -> KeyView:
     stmt = select(*_VIEW_COLUMNS).where(ApiKey.org_id == org_id, ApiKey.id == key_id)
     row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
     if row is None:
@@ -84,8 +108,8 @@ async def get_key(
     return _view(row, now)
 
 
-def _with_key(view: dict[str, Any], issued: IssuedKey) -> dict[str, Any]:
-    return {**view, "key": issued.key}
+def _with_key(view: KeyView, issued: IssuedKey) -> NewKeyView:
+    return NewKeyView(**view, key=issued.key)
 
 
 async def create_key(
@@ -96,7 +120,7 @@ async def create_key(
     scopes: list[str],
     created_by: uuid.UUID,
     now: datetime,
-) -> dict[str, Any]:
+) -> NewKeyView:
     issued = await issue_key(conn, org_id, name=name, scopes=scopes, now=now, created_by=created_by)
     return _with_key(await get_key(conn, org_id, issued.id, now), issued)
 
@@ -109,12 +133,11 @@ async def rotate_key(
     grace_hours: int,
     rotated_by: uuid.UUID,
     now: datetime,
-) -> dict[str, Any]:
+) -> Rotated:
     """A new key with the old one's scopes; the old one works `grace_hours` longer."""
     old = await get_key(conn, org_id, key_id, now, lock=True)
     if not old["scopes"]:
-        raise ApiError(
-            422,
+        raise Unprocessable(
             "API_KEY_SCOPES_REQUIRED",
             "This key has no scopes and cannot be rotated; create a new key with scopes",
         )
@@ -130,15 +153,15 @@ async def rotate_key(
         .where(ApiKey.id == key_id)
         .values(expires_at=now + timedelta(hours=grace_hours), replaced_by=issued.id)
     )
-    return {
-        "new": _with_key(await get_key(conn, org_id, issued.id, now), issued),
-        "old": await get_key(conn, org_id, key_id, now),
-    }
+    return Rotated(
+        new=_with_key(await get_key(conn, org_id, issued.id, now), issued),
+        old=await get_key(conn, org_id, key_id, now),
+    )
 
 
 async def revoke_key(
     conn: AsyncConnection, org_id: uuid.UUID, key_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> KeyView:
     """Immediate and irreversible; revoking a revoked key changes nothing."""
     await get_key(conn, org_id, key_id, now, lock=True)
     await conn.execute(

@@ -1,7 +1,7 @@
 """/api/orgs/{org_id}/api-keys: the management API for keys (capability org.settings).
 
 The actions are keys/service.py's, shared with the Org Settings screens; these routes
-only present them as JSON."""
+only present them as JSON, in the request's one transaction."""
 
 from __future__ import annotations
 
@@ -14,36 +14,38 @@ from hangar.keys import service as key_service
 from hangar.keys.management import API_KEY
 from hangar.keys.service import NewKey, Rotation
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ServicesDep, path_id
+from hangar.kit.routing import ORG_PREFIX, Now, Tx, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 
-router = APIRouter(prefix="/api/orgs/{org_id}/api-keys", include_in_schema=False)
+router = APIRouter(prefix=f"{ORG_PREFIX}/api-keys", include_in_schema=False)
 Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 
 
 @router.get("")
-async def list_keys(services: ServicesDep, actor: Admin) -> Response:
-    return json_response(await key_service.list_keys(services, actor.org_id))
+async def list_keys(actor: Admin, conn: Tx, now: Now) -> Response:
+    return json_response(await key_service.list_keys(conn, actor.org_id, now))
 
 
 @router.post("", status_code=201)
-async def create_key(services: ServicesDep, actor: Admin, body: NewKey) -> Response:
-    created = await key_service.create(services, actor.org_id, actor.user_id, body)
+async def create_key(actor: Admin, conn: Tx, now: Now, body: NewKey) -> Response:
+    created = await key_service.create(conn, actor.org_id, actor.user_id, body, now)
     return json_response(created, 201)
 
 
 @router.post("/{key_id}/rotate", status_code=201)
 async def rotate_key(
-    services: ServicesDep, actor: Admin, key_id: str, body: Rotation | None = None
+    actor: Admin, conn: Tx, now: Now, key_id: str, body: Rotation | None = None
 ) -> Response:
-    grace = body or Rotation()
+    target = path_id(key_id, API_KEY)
     rotated = await key_service.rotate(
-        services, actor.org_id, actor.user_id, path_id(key_id, API_KEY), grace
+        conn, actor.org_id, actor.user_id, target, body or Rotation(), now
     )
     return json_response(rotated, 201)
 
 
 @router.post("/{key_id}/revoke")
-async def revoke_key(services: ServicesDep, actor: Admin, key_id: str) -> Response:
-    return json_response(await key_service.revoke(services, actor.org_id, path_id(key_id, API_KEY)))
+async def revoke_key(actor: Admin, conn: Tx, now: Now, key_id: str) -> Response:
+    return json_response(
+        await key_service.revoke(conn, actor.org_id, path_id(key_id, API_KEY), now)
+    )

@@ -57,8 +57,9 @@ async def transaction(services: ServicesDep) -> AsyncIterator[AsyncConnection]:
 Tx = Annotated[AsyncConnection, Depends(transaction, scope="function")]
 
 
-def path_id(text: str, what: str) -> uuid.UUID:
-    """An id from the path; one that cannot be ours is as unknown as one of another org."""
+def path_id(text: str, what: str | None = None) -> uuid.UUID:
+    """An id from the path; one that cannot be ours is as unknown as one of another org
+    (`NotFound(what)`; without `what`, only "Not found")."""
     parsed = parse_id(text)
     if parsed is None:
         raise NotFound(what)

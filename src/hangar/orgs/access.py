@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from fastapi import Depends, Request
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import sessions
-from hangar.ids import parse_id
-from hangar.kit.errors import ApiError, Forbidden
-from hangar.kit.routing import services_of
+from hangar.kit.errors import Forbidden, NotFound, Unauthorized
+from hangar.kit.routing import ServicesDep, path_id
+from hangar.kit.services import Services
 from hangar.orgs.capabilities import capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
 
@@ -39,13 +39,16 @@ class Actor:
         return capability in self.capabilities
 
 
-async def current_session(request: Request) -> sessions.SignedIn:
-    services = services_of(request)
+async def current_session(request: Request, services: ServicesDep) -> sessions.SignedIn:
     token = request.cookies.get(sessions.COOKIE)
+    # The session's own short transaction, committed before the action's (`Tx`) begins: a
+    # refused action still slides the idle window, an expired row is deleted even though the
+    # request is answered 401, and on SQLite the touch's write lock is not held for the rest
+    # of the request.
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
     if signed_in is None:
-        raise ApiError(401, "UNAUTHORIZED", "Sign in first: no session, or it has expired")
+        raise Unauthorized("Sign in first: no session, or it has expired")
     _check_csrf(request, signed_in)
     return signed_in
 
@@ -54,16 +57,15 @@ def _check_csrf(request: Request, signed_in: sessions.SignedIn) -> None:
     if request.method not in _SAFE_METHODS and not sessions.csrf_ok(
         signed_in.csrf_token, request.headers.get("x-csrf-token")
     ):
-        raise ApiError(403, "CSRF_FAILED", "The X-CSRF-Token header is missing or wrong")
+        raise Forbidden("The X-CSRF-Token header is missing or wrong", "CSRF_FAILED")
 
 
-async def csrf_if_signed_in(request: Request) -> None:
+async def csrf_if_signed_in(request: Request, services: ServicesDep) -> None:
     """For a route that needs no session: a request that comes with a live session cookie
     still carries that session's CSRF token, as every unsafe session request does."""
     token = request.cookies.get(sessions.COOKIE)
     if not token:
         return
-    services = services_of(request)
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
     if signed_in is not None:
@@ -104,7 +106,14 @@ def may(actor: Actor, *required: str) -> bool:
     return not required or any(actor.can(c) for c in required)
 
 
-async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[str, Any]]:
+class MembershipView(TypedDict):
+    org_id: str
+    org_name: str
+    role_name: str | None
+    capabilities: list[str]
+
+
+async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[MembershipView]:
     """The organizations the user may act in: active memberships only (an invitation not yet
     accepted gives no access)."""
     rows = await conn.execute(
@@ -120,25 +129,23 @@ async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[dict[st
         .order_by(Organization.name)
     )
     return [
-        {
-            "org_id": str(r.id),
-            "org_name": r.name,
-            "role_name": r.role_name,
-            "capabilities": list(capabilities_of(r.role_name)),
-        }
+        MembershipView(
+            org_id=str(r.id),
+            org_name=r.name,
+            role_name=r.role_name,
+            capabilities=list(capabilities_of(r.role_name)),
+        )
         for r in rows
     ]
 
 
-async def _actor(request: Request, signed_in: sessions.SignedIn) -> Actor:
-    services = services_of(request)
-    org_id = parse_id(str(request.path_params.get("org_id", "")))
-    if org_id is None:
-        raise ApiError(404, "NOT_FOUND", "Not found")
+async def _actor(request: Request, services: Services, signed_in: sessions.SignedIn) -> Actor:
+    # Not found, never "No such organization": existence is not revealed.
+    org_id = path_id(str(request.path_params.get("org_id", "")))
     async with services.engine.connect() as conn:
         actor = await actor_in(conn, signed_in, org_id)
     if actor is None:
-        raise ApiError(404, "NOT_FOUND", "Not found")
+        raise NotFound()
     return actor
 
 
@@ -150,9 +157,11 @@ def acting(*required: str) -> Any:
     """
 
     async def dependency(
-        request: Request, signed_in: sessions.SignedIn = Depends(current_session)
+        request: Request,
+        services: ServicesDep,
+        signed_in: sessions.SignedIn = Depends(current_session),
     ) -> Actor:
-        actor = await _actor(request, signed_in)
+        actor = await _actor(request, services, signed_in)
         if not may(actor, *required):
             raise Forbidden(f"This needs the capability {' or '.join(required)}")
         return actor

@@ -11,18 +11,19 @@ from __future__ import annotations
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import Request
+from fastapi import Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, Response
 
 from hangar.auth import sessions
 from hangar.ids import parse_id
-from hangar.kit.routing import services_of
+from hangar.kit.routing import ServicesDep
+from hangar.kit.services import Services
 from hangar.orgs import access
-from hangar.orgs.access import actor_in, may
+from hangar.orgs.access import MembershipView, actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render
 
@@ -36,10 +37,10 @@ class Viewer:
     """A signed-in user and the organizations they belong to."""
 
     session: sessions.SignedIn
-    memberships: list[dict[str, Any]]
+    memberships: list[MembershipView]
 
     @property
-    def admin_orgs(self) -> list[dict[str, Any]]:
+    def admin_orgs(self) -> list[MembershipView]:
         return [m for m in self.memberships if ORG_SETTINGS in m["capabilities"]]
 
 
@@ -70,8 +71,10 @@ class Admin:
         }
 
 
-async def viewer_of(request: Request) -> Viewer:
-    services = services_of(request)
+async def viewer_of(request: Request, services: Services) -> Viewer:
+    # The session's own short transaction, committed before any action's (`Tx`) begins: a
+    # refused action still slides the idle window, and on SQLite the touch's write lock is
+    # not held for the rest of the request.
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(
             conn, request.cookies.get(sessions.COOKIE), services.clock.now()
@@ -83,22 +86,45 @@ async def viewer_of(request: Request) -> Viewer:
     return Viewer(signed_in, orgs)
 
 
-async def admin_of(request: Request, org_id_text: str) -> Admin:
-    """The JSON API's decision (orgs.access.actor_in and may), presented as pages."""
-    viewer = await viewer_of(request)
-    org_id = parse_id(org_id_text)
+async def viewer_page(request: Request, services: ServicesDep) -> Viewer:
+    return await viewer_of(request, services)
+
+
+ViewerPage = Annotated[Viewer, Depends(viewer_page)]
+
+
+async def viewer_if_signed_in(request: Request, services: ServicesDep) -> Viewer | None:
+    try:
+        return await viewer_of(request, services)
+    except PageExit:
+        return None
+
+
+MaybeViewer = Annotated[Viewer | None, Depends(viewer_if_signed_in)]
+
+
+async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Admin:
+    """The JSON API's decision (orgs.access.actor_in and may), presented as pages: the
+    settings screens' dependency for `/settings/{org_id}/...`."""
+    viewer = await viewer_of(request, services)
+    org_id_parsed = parse_id(org_id)
     actor = None
-    if org_id is not None:
-        async with services_of(request).engine.connect() as conn:
-            actor = await actor_in(conn, viewer.session, org_id)
+    if org_id_parsed is not None:
+        async with services.engine.connect() as conn:
+            actor = await actor_in(conn, viewer.session, org_id_parsed)
     # The name is the page's heading; a membership gone since the viewer's list was read is
     # as unknown as any other.
-    org_name = next((m["org_name"] for m in viewer.memberships if m["org_id"] == str(org_id)), None)
-    if org_id is None or actor is None or org_name is None:
+    org_name = next(
+        (m["org_name"] for m in viewer.memberships if m["org_id"] == str(org_id_parsed)), None
+    )
+    if org_id_parsed is None or actor is None or org_name is None:
         raise PageExit(error_page(request, 404, "Not found", "There is no such page."))
     if not may(actor, ORG_SETTINGS):
         raise PageExit(refusal(request, viewer))
-    return Admin(viewer, org_id, org_name)
+    return Admin(viewer, org_id_parsed, org_name)
+
+
+AdminPage = Annotated[Admin, Depends(admin_page)]
 
 
 def refusal(request: Request, viewer: Viewer) -> HTMLResponse:
@@ -129,6 +155,29 @@ async def checked_form(request: Request, csrf_token: str) -> FormData:
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """A settings form an admin posted, its CSRF field already checked."""
+
+    admin: Admin
+    form: FormData
+
+    def text(self, name: str) -> str:
+        return text(self.form, name)
+
+    def texts(self, name: str) -> list[str]:
+        return texts(self.form, name)
+
+
+async def submitted(request: Request, admin: AdminPage) -> Submitted:
+    return Submitted(admin, await checked_form(request, admin.csrf_token))
+
+
+# A settings screen's POST: the admin (or the page that refuses them), then the form's CSRF
+# field, both before the action's transaction (`Tx`, declared after it) begins.
+AdminForm = Annotated[Submitted, Depends(submitted)]
+
+
+@dataclass(frozen=True)
 class DoubleSubmit:
     """The CSRF guard of a form posted before its person has a session (sign-in, choosing a
     password through an invitation), so there is no session token to carry: a random value in
@@ -139,14 +188,14 @@ class DoubleSubmit:
     cookie: str
     path: str
 
-    def issue(self, request: Request, response: Response, token: str) -> None:
+    def issue(self, services: Services, response: Response, token: str) -> None:
         response.set_cookie(
             self.cookie,
             token,
             max_age=3600,
             httponly=True,
             samesite="strict",
-            secure=services_of(request).settings.public_url.startswith("https://"),
+            secure=services.settings.public_url.startswith("https://"),
             path=self.path,
         )
 

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
 from starlette.responses import Response
 
-from hangar.kit.routing import services_of
+from hangar.kit.routing import ServicesDep
 from hangar.web.pages import PageRoute, render
 
 router = APIRouter(route_class=PageRoute)
@@ -133,6 +133,6 @@ async def changelog_page(request: Request) -> Response:
 
 
 @router.get("/changelog.rss")
-async def changelog_feed(request: Request) -> Response:
-    body = rss(load(), services_of(request).settings.public_url)
+async def changelog_feed(services: ServicesDep) -> Response:
+    body = rss(load(), services.settings.public_url)
     return Response(body, media_type="application/rss+xml; charset=utf-8")

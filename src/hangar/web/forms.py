@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from hangar.kit.errors import ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
+Result = TypeVar("Result")
 
 # The management API's error codes, mapped to the form field they are about.
 FIELD_OF_CODE = {
@@ -33,7 +35,7 @@ _PLAIN = {
 }
 
 
-def parse(model: type[Model], data: dict[str, Any]) -> tuple[Model | None, dict[str, str]]:
+def parse(model: type[Model], data: Mapping[str, Any]) -> tuple[Model | None, dict[str, str]]:
     """The model, or the first error per field in words a person reads."""
     try:
         return model.model_validate(data), {}
@@ -45,6 +47,32 @@ def parse(model: type[Model], data: dict[str, Any]) -> tuple[Model | None, dict[
         return None, errors
 
 
-def field_error(exc: ApiError, default: str = "form") -> dict[str, str]:
-    """A command's refusal placed beside the field it is about; its detail is already prose."""
-    return {FIELD_OF_CODE.get(exc.code, default): exc.detail}
+async def attempt(
+    action: Awaitable[Result], default: str = "form"
+) -> tuple[Result | None, dict[str, str]]:
+    """The action's result, or its 422 placed beside the field it is about (`default` when
+    its code names none; the detail is already prose): the form is shown again. Any other
+    refusal propagates, and the page route answers it with its error page.
+
+    The actions refuse a 422 before they write, so the request's transaction commits nothing.
+    """
+    try:
+        return await action, {}
+    except ApiError as exc:
+        if exc.status != 422:
+            raise
+        return None, {FIELD_OF_CODE.get(exc.code, default): exc.detail}
+
+
+async def submit(
+    model: type[Model],
+    data: Mapping[str, Any],
+    action: Callable[[Model], Awaitable[Result]],
+    default: str = "form",
+) -> tuple[Result | None, dict[str, str]]:
+    """A form's whole journey: its request model (`parse`), then the action (`attempt`). The
+    result, or the words to show beside each field."""
+    body, errors = parse(model, data)
+    if body is None:
+        return None, errors
+    return await attempt(action(body), default)

@@ -13,14 +13,18 @@ functions, orgs.invitations) as the session API.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from hangar.accounts import invitation_service
 from hangar.accounts.session_service import set_session_cookie
 from hangar.auth import sessions
 from hangar.kit.errors import ApiError
-from hangar.kit.routing import services_of
+from hangar.kit.routing import Now, ServicesDep, Tx
+from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.web.access import DoubleSubmit, checked_form, text
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
@@ -46,19 +50,37 @@ def _gone(request: Request) -> PageExit:
     )
 
 
-async def _open(request: Request, token: str) -> tuple[invitations.Open, sessions.SignedIn | None]:
-    services = services_of(request)
+@dataclass(frozen=True)
+class Opened:
+    """A usable link, and the visitor's session if they have one."""
+
+    found: invitations.Open
+    signed_in: sessions.SignedIn | None
+
+
+async def opened(request: Request, services: ServicesDep, token: str) -> Opened:
+    # The link and the session in one short transaction of their own (the session's touch
+    # commits before any action's `Tx` begins).
     now = services.clock.now()
     async with services.engine.begin() as conn:
         found = await invitations.find(conn, token, now)
         signed_in = await sessions.resume(conn, request.cookies.get(sessions.COOKIE), now)
     if found is None:
         raise _gone(request)
-    return found, signed_in
+    return Opened(found, signed_in)
+
+
+OpenedLink = Annotated[Opened, Depends(opened)]
 
 
 def _password_form(
-    request: Request, found: invitations.Open, token: str, *, status: int = 200, error: str = ""
+    request: Request,
+    services: Services,
+    found: invitations.Open,
+    token: str,
+    *,
+    status: int = 200,
+    error: str = "",
 ) -> Response:
     csrf = PASSWORD_FORM.new_token()
     response = render(
@@ -70,7 +92,7 @@ def _password_form(
         form_csrf=csrf,
         error=error,
     )
-    PASSWORD_FORM.issue(request, response, csrf)
+    PASSWORD_FORM.issue(services, response, csrf)
     return response
 
 
@@ -99,22 +121,26 @@ def _accept_page(
 
 
 @router.get("/invitations/{token}")
-async def invitation_page(request: Request, token: str) -> Response:
-    found, signed_in = await _open(request, token)
-    if found.needs_password:
-        return _password_form(request, found, token)
-    return _accept_page(request, found, token, signed_in)
+async def invitation_page(
+    request: Request, services: ServicesDep, link: OpenedLink, token: str
+) -> Response:
+    if link.found.needs_password:
+        return _password_form(request, services, link.found, token)
+    return _accept_page(request, link.found, token, link.signed_in)
 
 
 @router.post("/invitations/{token}/password")
-async def choose_password_form(request: Request, token: str) -> Response:
-    found, signed_in = await _open(request, token)
+async def choose_password_form(
+    request: Request, services: ServicesDep, link: OpenedLink, token: str
+) -> Response:
+    found, signed_in = link.found, link.signed_in
     if not found.needs_password:
         raise _gone(request)
     form = await request.form(max_fields=10, max_files=0)
     if not PASSWORD_FORM.holds(request, form):
         return _password_form(
             request,
+            services,
             found,
             token,
             status=403,
@@ -123,32 +149,33 @@ async def choose_password_form(request: Request, token: str) -> Response:
     password, again = text(form, "password"), text(form, "password_again")
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         error = f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters."
-        return _password_form(request, found, token, status=422, error=error)
+        return _password_form(request, services, found, token, status=422, error=error)
     if password != again:
         error = "The two passwords differ. Type the same password twice."
-        return _password_form(request, found, token, status=422, error=error)
-    services = services_of(request)
+        return _password_form(request, services, found, token, status=422, error=error)
     try:
-        cookie, _ = await invitation_service.choose_password(services, token, password)
+        new = await invitation_service.choose_password(services, token, password)
     except invitations.EmailTaken as taken:
         # Another organization's link made the account a moment ago: sign in and accept.
         return _accept_page(request, found, token, signed_in, status=409, error=taken.detail)
     except ApiError as refused:  # used or removed since the page was opened
         raise _gone(request) from refused
     response = redirect("/settings")
-    set_session_cookie(response, services, cookie)
+    set_session_cookie(response, services, new.token)
     PASSWORD_FORM.clear(response)
     return response
 
 
 @router.post("/invitations/{token}/accept")
-async def accept_form(request: Request, token: str) -> Response:
-    _, signed_in = await _open(request, token)
+async def accept_form(
+    request: Request, link: OpenedLink, conn: Tx, now: Now, token: str
+) -> Response:
+    signed_in = link.signed_in
     if signed_in is None:
         return redirect(f"/login?next=/invitations/{token}")
     await checked_form(request, signed_in.csrf_token)
     try:
-        await invitation_service.accept(services_of(request), token, signed_in.user_id)
+        await invitation_service.accept(conn, token, signed_in.user_id, now)
     except ApiError as refused:
         if refused.status != 404:  # a member already: the error page says so
             raise

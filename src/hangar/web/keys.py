@@ -7,20 +7,23 @@ a reload does not repeat an action.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.auth.key_format import SCOPES
 from hangar.external.paths import FEED_PATH
 from hangar.keys import management as key_management
 from hangar.keys import service as key_service
+from hangar.keys.management import KeyView, NewKeyView
 from hangar.keys.service import NewKey, Rotation
-from hangar.kit.errors import ApiError
-from hangar.kit.routing import path_id, services_of
-from hangar.web.access import Admin, admin_of, checked_form, text, texts
-from hangar.web.forms import field_error, parse
+from hangar.kit.routing import Now, ServicesDep, Tx, path_id
+from hangar.kit.services import Services
+from hangar.web.access import Admin, AdminForm, AdminPage
+from hangar.web.forms import parse, submit
 from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(prefix="/settings/{org_id}/keys", route_class=PageRoute)
@@ -34,21 +37,23 @@ STATUS_WORDS = {
 }
 
 
-def feed_url(request: Request, key: str, scopes: list[str]) -> str | None:
+def feed_url(services: Services, key: str, scopes: list[str]) -> str | None:
     if FEED_SCOPE not in scopes:
         return None
-    base = services_of(request).settings.public_url.rstrip("/")
+    base = services.settings.public_url.rstrip("/")
     return f"{base}{FEED_PATH}?token={key}"
 
 
-def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: Any) -> Response:
+def _shown_once(
+    request: Request, services: Services, admin: Admin, new: NewKeyView, **context: Any
+) -> Response:
     return render(
         request,
         "key_shown.html",
         **admin.page(
             new=new,
-            feed_url=feed_url(request, new["key"], new["scopes"]),
-            public_url=services_of(request).settings.public_url.rstrip("/"),
+            feed_url=feed_url(services, new["key"], new["scopes"]),
+            public_url=services.settings.public_url.rstrip("/"),
             status_words=STATUS_WORDS,
             **context,
         ),
@@ -56,9 +61,8 @@ def _shown_once(request: Request, admin: Admin, new: dict[str, Any], **context: 
 
 
 @router.get("")
-async def list_keys(request: Request, org_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    keys = await key_service.list_keys(services_of(request), admin.org_id)
+async def list_keys(request: Request, admin: AdminPage, conn: Tx, now: Now) -> Response:
+    keys = await key_service.list_keys(conn, admin.org_id, now)
     return render(
         request,
         "keys.html",
@@ -95,37 +99,35 @@ def _new_form(
 
 
 @router.get("/new")
-async def new_key_form(request: Request, org_id: str) -> Response:
-    return _new_form(request, await admin_of(request, org_id))
+async def new_key_form(request: Request, admin: AdminPage) -> Response:
+    return _new_form(request, admin)
 
 
 @router.post("/new")
-async def create_key(request: Request, org_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    form = await checked_form(request, admin.csrf_token)
-    name, chosen = text(form, "name").strip(), texts(form, "scopes")
-    body, errors = parse(NewKey, {"name": name, "scopes": chosen})
-    if body is None:
-        return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
-    try:
-        created = await key_service.create(services_of(request), admin.org_id, admin.user_id, body)
-    except ApiError as exc:
-        if exc.status != 422:
-            raise
-        errors = field_error(exc, "scopes")
-        return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
-    return _shown_once(request, admin, created, section="keys")
+async def create_key(
+    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now
+) -> Response:
+    admin = posted.admin
+    name, chosen = posted.text("name").strip(), posted.texts("scopes")
+    created, errors = await submit(
+        NewKey,
+        {"name": name, "scopes": chosen},
+        lambda body: key_service.create(conn, admin.org_id, admin.user_id, body, now),
+        "scopes",
+    )
+    if created is not None:
+        return _shown_once(request, services, admin, created, section="keys")
+    return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
 
 
-async def _one(request: Request, admin: Admin, key_id: str) -> dict[str, Any]:
-    key = path_id(key_id, key_management.API_KEY)
-    return await key_service.get(services_of(request), admin.org_id, key)
+async def _one(conn: AsyncConnection, admin: Admin, key_id: str, now: datetime) -> KeyView:
+    return await key_service.get(conn, admin.org_id, path_id(key_id, key_management.API_KEY), now)
 
 
 def _rotate_form(
     request: Request,
     admin: Admin,
-    key: dict[str, Any],
+    key: KeyView,
     *,
     status: int = 200,
     grace: str = "",
@@ -146,47 +148,42 @@ def _rotate_form(
 
 
 @router.get("/{key_id}/rotate")
-async def rotate_form(request: Request, org_id: str, key_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    return _rotate_form(request, admin, await _one(request, admin, key_id))
+async def rotate_form(
+    request: Request, admin: AdminPage, conn: Tx, now: Now, key_id: str
+) -> Response:
+    return _rotate_form(request, admin, await _one(conn, admin, key_id, now))
 
 
 @router.post("/{key_id}/rotate")
-async def rotate_key(request: Request, org_id: str, key_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    form = await checked_form(request, admin.csrf_token)
-    grace = text(form, "grace_hours").strip()
+async def rotate_key(
+    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, key_id: str
+) -> Response:
+    admin = posted.admin
+    grace = posted.text("grace_hours").strip()
     # A form holds text; the body is strict, so only digits become the number of hours.
     hours: int | str = int(grace) if grace.isascii() and grace.isdigit() else grace
     if grace == "":
         hours = key_management.DEFAULT_GRACE_HOURS
-    body, errors = parse(Rotation, {"grace_hours": hours})
+    body, _ = parse(Rotation, {"grace_hours": hours})
     if body is None:
-        key = await _one(request, admin, key_id)
+        key = await _one(conn, admin, key_id, now)
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
-    rotated = await key_service.rotate(
-        services_of(request),
-        admin.org_id,
-        admin.user_id,
-        path_id(key_id, key_management.API_KEY),
-        body,
-    )
-    return _shown_once(request, admin, rotated["new"], old=rotated["old"], section="keys")
+    target = path_id(key_id, key_management.API_KEY)
+    rotated = await key_service.rotate(conn, admin.org_id, admin.user_id, target, body, now)
+    return _shown_once(request, services, admin, rotated["new"], old=rotated["old"], section="keys")
 
 
 @router.get("/{key_id}/revoke")
-async def revoke_form(request: Request, org_id: str, key_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    key = await _one(request, admin, key_id)
+async def revoke_form(
+    request: Request, admin: AdminPage, conn: Tx, now: Now, key_id: str
+) -> Response:
+    key = await _one(conn, admin, key_id, now)
     return render(request, "key_revoke.html", **admin.page(key=key, section="keys"))
 
 
 @router.post("/{key_id}/revoke")
-async def revoke_key(request: Request, org_id: str, key_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    await checked_form(request, admin.csrf_token)
-    await key_service.revoke(
-        services_of(request), admin.org_id, path_id(key_id, key_management.API_KEY)
-    )
+async def revoke_key(posted: AdminForm, conn: Tx, now: Now, key_id: str) -> Response:
+    admin = posted.admin
+    await key_service.revoke(conn, admin.org_id, path_id(key_id, key_management.API_KEY), now)
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

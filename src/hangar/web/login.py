@@ -15,9 +15,10 @@ from starlette.responses import Response
 from hangar.accounts.session_service import set_session_cookie, sign_in_or_refuse, sign_out
 from hangar.auth import sessions
 from hangar.kit.errors import ApiError
-from hangar.kit.routing import services_of
-from hangar.web.access import DoubleSubmit, checked_form, text, viewer_of
-from hangar.web.pages import PageExit, PageRoute, redirect, render
+from hangar.kit.routing import ServicesDep, Tx
+from hangar.kit.services import Services
+from hangar.web.access import DoubleSubmit, MaybeViewer, checked_form, text
+from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
@@ -39,7 +40,9 @@ def _next(target: str) -> str:
     return "/settings"
 
 
-def _form(request: Request, *, status: int = 200, error: str = "", email: str = "") -> Response:
+def _form(
+    request: Request, services: Services, *, status: int = 200, error: str = "", email: str = ""
+) -> Response:
     token = LOGIN_FORM.new_token()
     response = render(
         request,
@@ -50,52 +53,51 @@ def _form(request: Request, *, status: int = 200, error: str = "", email: str = 
         email=email,
         next=_next(request.query_params.get("next", "")),
     )
-    LOGIN_FORM.issue(request, response, token)
+    LOGIN_FORM.issue(services, response, token)
     return response
 
 
 @router.get("/login")
-async def login_form(request: Request) -> Response:
-    return _form(request)
+async def login_form(request: Request, services: ServicesDep) -> Response:
+    return _form(request, services)
 
 
 @router.post("/login")
-async def login(request: Request) -> Response:
-    services = services_of(request)
+async def login(request: Request, services: ServicesDep) -> Response:
     form = await request.form(max_fields=10, max_files=0)
     if not LOGIN_FORM.holds(request, form):
         return _form(
             request,
+            services,
             status=403,
             error="The sign-in form had expired. Please enter your email and password again.",
         )
     email = text(form, "email").strip().lower()
     password = text(form, "password")
     if not email or not password or len(email) > 320 or len(password) > 1024:
-        return _form(request, status=422, error="Enter your email and password.", email=email)
+        error = "Enter your email and password."
+        return _form(request, services, status=422, error=error, email=email)
     try:
         # The same function, and so the same per-email budget, as POST /api/session.
-        token, _ = await sign_in_or_refuse(services, email, password)
+        new = await sign_in_or_refuse(services, email, password)
     except ApiError as refusal:
         if refusal.status == 429:
             error = "Too many failed sign-ins for this email. Wait a few minutes and try again."
         else:
             error = "Wrong email or password."
-        return _form(request, status=refusal.status, error=error, email=email)
+        return _form(request, services, status=refusal.status, error=error, email=email)
     response = redirect(_next(text(form, "next")))
-    set_session_cookie(response, services, token)
+    set_session_cookie(response, services, new.token)
     LOGIN_FORM.clear(response)
     return response
 
 
 @router.post("/logout")
-async def logout(request: Request) -> Response:
-    try:
-        viewer = await viewer_of(request)
-    except PageExit:
+async def logout(request: Request, viewer: MaybeViewer, conn: Tx) -> Response:
+    if viewer is None:
         return redirect("/login")
     form = await checked_form(request, viewer.session.csrf_token)
-    await sign_out(services_of(request), viewer.session.session_id)
+    await sign_out(conn, viewer.session.session_id)
     # Signing out to sign in as someone else (an invitation page offers it) comes back there.
     target = _next(text(form, "next"))
     response = redirect("/login" if target == "/settings" else f"/login?next={quote(target)}")

@@ -5,15 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.web.access import refusal, viewer_of
+from hangar.web.access import ViewerPage, refusal
 from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
 
 @router.get("/settings")
-async def settings_home(request: Request) -> Response:
-    viewer = await viewer_of(request)
+async def settings_home(request: Request, viewer: ViewerPage) -> Response:
     orgs = viewer.admin_orgs
     if not orgs:
         return refusal(request, viewer)

@@ -7,28 +7,37 @@ concern. The secret exists in plain text only in the response to the creating PO
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from fastapi import APIRouter, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
-from hangar.kit.errors import ApiError
-from hangar.kit.routing import path_id, services_of
-from hangar.web.access import Admin, admin_of, checked_form, text, texts
+from hangar.kit.routing import Now, ServicesDep, Tx, path_id
+from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
 from hangar.web.events import EVENTS
-from hangar.web.forms import field_error, parse
+from hangar.web.forms import submit
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
 from hangar.webhooks.service import NewSubscription, SubscriptionEdit
+from hangar.webhooks.subscriptions import SubscriptionView
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 
 DELIVERIES_SHOWN = 20
 
 
-def status_words(sub: dict[str, Any]) -> str:
+class Values(TypedDict):
+    """What the subscription form shows in its fields."""
+
+    name: str
+    url: str
+    events: list[str]
+
+
+def status_words(sub: SubscriptionView) -> str:
     failures = sub["consecutive_failures"]
     if not sub["enabled"]:
         # Test resets the counter without enabling, so a disabled one may show zero.
@@ -51,9 +60,8 @@ def _page(admin: Admin, **context: Any) -> dict[str, Any]:
 
 
 @router.get("")
-async def list_subscriptions(request: Request, org_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    found = await service.list_all(services_of(request), admin.org_id)
+async def list_subscriptions(request: Request, admin: AdminPage, conn: Tx) -> Response:
+    found = await service.list_all(conn, admin.org_id)
     return render(
         request,
         "webhooks.html",
@@ -66,14 +74,14 @@ def _form(
     admin: Admin,
     *,
     status: int = 200,
-    sub: dict[str, Any] | None = None,
-    values: dict[str, Any] | None = None,
+    sub: SubscriptionView | None = None,
+    values: Values | None = None,
     errors: dict[str, str] | None = None,
 ) -> Response:
     values = values or (
-        {"name": sub["name"], "url": sub["url"], "events": sub["events"]}
+        Values(name=sub["name"], url=sub["url"], events=sub["events"])
         if sub
-        else {"name": "", "url": "", "events": []}
+        else Values(name="", url="", events=[])
     )
     return render(
         request,
@@ -83,105 +91,97 @@ def _form(
     )
 
 
-def _posted(form: Any) -> dict[str, Any]:
-    return {
-        "name": text(form, "name").strip(),
-        "url": text(form, "url").strip(),
-        "events": texts(form, "events"),
-    }
+def _posted(posted: Submitted) -> Values:
+    return Values(
+        name=posted.text("name").strip(),
+        url=posted.text("url").strip(),
+        events=posted.texts("events"),
+    )
 
 
 @router.get("/new")
-async def new_form(request: Request, org_id: str) -> Response:
-    return _form(request, await admin_of(request, org_id))
+async def new_form(request: Request, admin: AdminPage) -> Response:
+    return _form(request, admin)
 
 
 @router.post("/new")
-async def create(request: Request, org_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    values = _posted(await checked_form(request, admin.csrf_token))
-    body, errors = parse(NewSubscription, values)
-    if body is None:
-        return _form(request, admin, status=422, values=values, errors=errors)
-    try:
-        created = await service.create(services_of(request), admin.org_id, body)
-    except ApiError as exc:
-        if exc.status != 422:
-            raise
-        errors = field_error(exc, "events")
-        return _form(request, admin, status=422, values=values, errors=errors)
-    return render(request, "webhook_secret.html", **_page(admin, sub=created))
+async def create(
+    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now
+) -> Response:
+    admin, values = posted.admin, _posted(posted)
+    created, errors = await submit(
+        NewSubscription,
+        values,
+        lambda body: service.create(conn, services, admin.org_id, body, now),
+        "events",
+    )
+    if created is not None:
+        return render(request, "webhook_secret.html", **_page(admin, sub=created))
+    return _form(request, admin, status=422, values=values, errors=errors)
 
 
-async def _one(request: Request, admin: Admin, sub_id: str) -> dict[str, Any]:
-    return await service.get(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+async def _one(conn: AsyncConnection, admin: Admin, sub_id: str) -> SubscriptionView:
+    return await service.get(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
 
 
 @router.get("/{sub_id}/edit")
-async def edit_form(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    return _form(request, admin, sub=await _one(request, admin, sub_id))
+async def edit_form(request: Request, admin: AdminPage, conn: Tx, sub_id: str) -> Response:
+    return _form(request, admin, sub=await _one(conn, admin, sub_id))
 
 
 @router.post("/{sub_id}/edit")
-async def edit(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    values = _posted(await checked_form(request, admin.csrf_token))
-    sub = await _one(request, admin, sub_id)
-    body, errors = parse(SubscriptionEdit, values)
-    if body is None:
-        return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
-    try:
-        await service.edit(
-            services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), body
-        )
-    except ApiError as exc:
-        if exc.status != 422:
-            raise
-        errors = field_error(exc, "events")
-        return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
-    return redirect(f"/settings/{admin.org_id}/webhooks?done=saved")
+async def edit(
+    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
+) -> Response:
+    admin, values = posted.admin, _posted(posted)
+    sub = await _one(conn, admin, sub_id)
+    target = path_id(sub_id, subs.SUBSCRIPTION)
+    edited, errors = await submit(
+        SubscriptionEdit,
+        values,
+        lambda body: service.edit(conn, services, admin.org_id, target, body, now),
+        "events",
+    )
+    if edited is not None:
+        return redirect(f"/settings/{admin.org_id}/webhooks?done=saved")
+    return _form(request, admin, status=422, sub=sub, values=values, errors=errors)
 
 
 @router.get("/{sub_id}/delete")
-async def delete_form(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    sub = await _one(request, admin, sub_id)
+async def delete_form(request: Request, admin: AdminPage, conn: Tx, sub_id: str) -> Response:
+    sub = await _one(conn, admin, sub_id)
     return render(request, "webhook_delete.html", **_page(admin, sub=sub))
 
 
 @router.post("/{sub_id}/delete")
-async def delete(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    await checked_form(request, admin.csrf_token)
-    await service.delete(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+async def delete(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
+    admin = posted.admin
+    await service.delete(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), now)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
 @router.post("/{sub_id}/enable")
-async def enable(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    await checked_form(request, admin.csrf_token)
-    await service.enable(services_of(request), admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+async def enable(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
+    admin = posted.admin
+    await service.enable(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), now)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
 @router.post("/{sub_id}/test")
-async def test(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
-    await checked_form(request, admin.csrf_token)
+async def test(
+    services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
+) -> Response:
+    admin = posted.admin
     target = path_id(sub_id, subs.SUBSCRIPTION)
-    await service.fire_test(services_of(request), admin.org_id, target)
+    await service.fire_test(conn, services, admin.org_id, target, now)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
 
 @router.get("/{sub_id}/deliveries")
-async def deliveries(request: Request, org_id: str, sub_id: str) -> Response:
-    admin = await admin_of(request, org_id)
+async def deliveries(request: Request, admin: AdminPage, conn: Tx, sub_id: str) -> Response:
     target = path_id(sub_id, subs.SUBSCRIPTION)
-    sub, found = await service.with_deliveries(
-        services_of(request), admin.org_id, target, DELIVERIES_SHOWN
-    )
+    sub = await service.get(conn, admin.org_id, target)
+    found = await service.deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)
     return render(
         request,
         "deliveries.html",

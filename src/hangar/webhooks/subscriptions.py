@@ -6,14 +6,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.crypto import SecretBox
 from hangar.ids import new_id
-from hangar.kit.errors import ApiError, NotFound, invalid
+from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Attempt, Delivery, Subscription
@@ -37,8 +37,57 @@ _VIEW = (
 )
 
 
-def _view(row: Any) -> dict[str, Any]:
-    return {**row._asdict(), "id": str(row.id), "events": list(row.events)}
+class SubscriptionView(TypedDict):
+    """A subscription as the management API and the screens show it: never its secret."""
+
+    id: str
+    name: str
+    url: str
+    events: list[str]
+    enabled: bool
+    consecutive_failures: int
+    secret_prefix: str
+    created_at: datetime
+    updated_at: datetime
+    disabled_at: datetime | None
+
+
+class NewSubscriptionView(SubscriptionView):
+    """A subscription just made: the one answer that holds the secret."""
+
+    secret: str
+
+
+class AttemptView(TypedDict):
+    number: int
+    started_at: datetime
+    duration_ms: int | None
+    status_code: int | None
+    error: str | None
+
+
+class DeliveryView(TypedDict):
+    id: str
+    event: str
+    status: str
+    attempts: list[AttemptView]
+    created_at: datetime
+    completed_at: datetime | None
+
+
+def _view(row: Any) -> SubscriptionView:
+    return SubscriptionView(
+        id=str(row.id),
+        name=row.name,
+        url=row.url,
+        events=list(row.events),
+        enabled=row.enabled,
+        consecutive_failures=row.consecutive_failures,
+        secret_prefix=row.secret_prefix,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        disabled_at=row.disabled_at,
+    )
 
 
 def checked_events(events: Sequence[str]) -> list[str]:
@@ -46,8 +95,7 @@ def checked_events(events: Sequence[str]) -> list[str]:
         raise invalid("events", "choose at least one event, or * for all")
     for name in events:
         if name != ALL_EVENTS and name not in EVENT_NAMES:
-            raise ApiError(
-                422,
+            raise Unprocessable(
                 "UNKNOWN_EVENT",
                 f"Unknown event {name!r}: use one of the 13 event names, or * for all "
                 "(prefixes such as squawk.* are not supported)",
@@ -60,11 +108,11 @@ async def checked_url(url: str, resolver: Resolver) -> str:
     try:
         await check_webhook_url(url, resolver)
     except UrlRejected as exc:
-        raise ApiError(422, str(exc.code), exc.detail) from None
+        raise Unprocessable(str(exc.code), exc.detail) from None
     return url
 
 
-async def list_subscriptions(conn: AsyncConnection, org_id: uuid.UUID) -> list[dict[str, Any]]:
+async def list_subscriptions(conn: AsyncConnection, org_id: uuid.UUID) -> list[SubscriptionView]:
     rows = await conn.execute(
         select(*_VIEW)
         .where(Subscription.org_id == org_id, Subscription.deleted_at.is_(None))
@@ -75,7 +123,7 @@ async def list_subscriptions(conn: AsyncConnection, org_id: uuid.UUID) -> list[d
 
 async def get_subscription(
     conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, *, lock: bool = False
-) -> dict[str, Any]:
+) -> SubscriptionView:
     stmt = select(*_VIEW).where(
         Subscription.org_id == org_id,
         Subscription.id == sub_id,
@@ -97,7 +145,7 @@ async def create_subscription(
     box: SecretBox,
     resolver: Resolver,
     now: datetime,
-) -> dict[str, Any]:
+) -> NewSubscriptionView:
     url = await checked_url(url, resolver)
     wanted = checked_events(events)
     secret = new_secret()
@@ -117,7 +165,7 @@ async def create_subscription(
             updated_at=now,
         )
     )
-    return {**await get_subscription(conn, org_id, sub_id), "secret": secret}
+    return NewSubscriptionView(**await get_subscription(conn, org_id, sub_id), secret=secret)
 
 
 async def edit_subscription(
@@ -130,7 +178,7 @@ async def edit_subscription(
     events: Sequence[str] | None,
     resolver: Resolver,
     now: datetime,
-) -> dict[str, Any]:
+) -> SubscriptionView:
     """Changes name, URL or events; the secret never changes (delete and recreate for that)."""
     await get_subscription(conn, org_id, sub_id, lock=True)
     changes: dict[str, Any] = {"updated_at": now}
@@ -161,7 +209,7 @@ async def delete_subscription(
 
 async def enable_subscription(
     conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime
-) -> dict[str, Any]:
+) -> SubscriptionView:
     """Enabled, counter at zero, secret unchanged; events fired while disabled stay unsent."""
     await get_subscription(conn, org_id, sub_id, lock=True)
     await conn.execute(
@@ -181,7 +229,7 @@ async def reset_failures(conn: AsyncConnection, sub_id: uuid.UUID) -> None:
 
 async def recent_deliveries(
     conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
-) -> list[dict[str, Any]]:
+) -> list[DeliveryView]:
     await get_subscription(conn, org_id, sub_id)
     deliveries = (
         await conn.execute(
@@ -197,7 +245,7 @@ async def recent_deliveries(
             .limit(limit)
         )
     ).all()
-    attempts: dict[uuid.UUID, list[dict[str, Any]]] = {d.id: [] for d in deliveries}
+    attempts: dict[uuid.UUID, list[AttemptView]] = {d.id: [] for d in deliveries}
     if deliveries:
         rows = await conn.execute(
             select(
@@ -213,22 +261,22 @@ async def recent_deliveries(
         )
         for a in rows:
             attempts[a.delivery_id].append(
-                {
-                    "number": a.number,
-                    "started_at": a.started_at,
-                    "duration_ms": a.duration_ms,
-                    "status_code": a.status_code,
-                    "error": a.error,
-                }
+                AttemptView(
+                    number=a.number,
+                    started_at=a.started_at,
+                    duration_ms=a.duration_ms,
+                    status_code=a.status_code,
+                    error=a.error,
+                )
             )
     return [
-        {
-            "id": str(d.id),
-            "event": d.event_name,
-            "status": d.status,
-            "attempts": attempts[d.id],
-            "created_at": d.created_at,
-            "completed_at": d.completed_at,
-        }
+        DeliveryView(
+            id=str(d.id),
+            event=d.event_name,
+            status=d.status,
+            attempts=attempts[d.id],
+            created_at=d.created_at,
+            completed_at=d.completed_at,
+        )
         for d in deliveries
     ]
