@@ -340,6 +340,13 @@ async def test_create_edit_enable_test_and_delete_a_webhook(
         ("https://nowhere.example.net/x", ["*"], "url", "", "WEBHOOK_URL_DNS_FAILED"),
         ("https://hooks.example.com/x", ["squawk.*"], "events", "squawk.*", "UNKNOWN_EVENT"),
         ("https://hooks.example.com/x", [], "events", "at least one event", "VALIDATION_ERROR"),
+        (
+            "https://hooks.example.com/x",
+            ["*", "squawk.created"],
+            "events",
+            "* already means every event",
+            "VALIDATION_ERROR",
+        ),
     ],
 )
 async def test_webhook_errors_are_words_beside_the_field(

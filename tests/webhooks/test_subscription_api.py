@@ -106,6 +106,18 @@ async def test_unknown_events_are_refused(
     assert response.json()["code"] == "UNKNOWN_EVENT"
 
 
+async def test_all_events_with_named_events_is_refused_as_saying_two_things(
+    admin: httpx.AsyncClient, org: Org
+) -> None:
+    mixed = await admin.post(url(org), json={**GOOD, "events": ["*", "squawk.created"]})
+    assert mixed.status_code == 422
+    assert mixed.json()["code"] == "VALIDATION_ERROR"
+    assert "* already means every event" in mixed.json()["detail"]
+    assert (await admin.get(url(org))).json() == []
+    # A repeated * is still just *.
+    assert (await admin.post(url(org), json={**GOOD, "events": ["*", "*"]})).status_code == 201
+
+
 async def test_edit_changes_fields_but_never_the_secret(
     admin: httpx.AsyncClient, org: Org, engine: AsyncEngine, clock: FakeClock
 ) -> None:

@@ -100,6 +100,12 @@ def checked_events(events: Sequence[str]) -> list[str]:
                 f"Unknown event {name!r}: use one of the 13 event names, or * for all "
                 "(prefixes such as squawk.* are not supported)",
             )
+    if ALL_EVENTS in events and len(set(events)) > 1:
+        # ["*", "squawk.created"] would read as "these, and everything": refused, not guessed,
+        # so what is stored is what the admin meant (the screen's form and the API alike).
+        raise invalid(
+            "events", "* already means every event: choose * alone, or list the events you want"
+        )
     return list(dict.fromkeys(events))
 
 
