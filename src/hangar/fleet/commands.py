@@ -97,6 +97,7 @@ async def _set_active(
         .values(is_active=active),
         f"The aircraft was {move} meanwhile",
     )
+    data: catalogue.EventData
     if active:
         event, data = catalogue.AIRCRAFT_REACTIVATED, catalogue.aircraft_reactivated(row)
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
 
 import orjson
 
@@ -59,7 +58,7 @@ _MEL = {
 class EventDoc:
     name: str
     fires_when: str
-    data: dict[str, Any]
+    data: c.EventData
     note: str = ""
 
     @property

@@ -7,8 +7,8 @@ ids become strings, timestamps stay datetimes (serialized as UTC with Z by the o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
-from typing import Any, Literal
+from datetime import date, datetime
+from typing import Any, Literal, TypedDict, overload
 
 SQUAWK_CREATED = "squawk.created"
 SQUAWK_RESOLVED = "squawk.resolved"
@@ -45,7 +45,123 @@ TEST_PING = "test.ping"
 Row = Mapping[str, Any]
 
 
-def _id(value: Any) -> str | None:
+# The `data` of each event, as the spec's Event catalogue lists it. Keys in the spec's order:
+# a TypedDict that extends another lists the base's keys first, as the builders write them.
+# Timestamps are datetimes here; the outbox serializes them (UTC, Z).
+
+
+class SquawkData(TypedDict):
+    id: str
+    aircraft_id: str
+    description: str
+    severity: str
+
+
+class SquawkCreated(SquawkData):
+    is_grounding: bool
+    reported_by: str | None
+    created_at: datetime
+
+
+class SquawkResolved(SquawkData):
+    is_grounding: bool
+    resolved_by: str | None
+    resolved_at: datetime | None
+
+
+class ReservationPeople(TypedDict):
+    id: str
+    aircraft_id: str | None
+    pilot_id: str | None
+    instructor_id: str | None
+
+
+class ReservationSlot(ReservationPeople):
+    start_time: datetime
+    end_time: datetime
+    activity_type: str
+
+
+class ReservationCreated(ReservationSlot):
+    status: str
+    is_backup: bool
+
+
+class ReservationCancelled(ReservationSlot):
+    cancellation_reason: str
+
+
+class ReservationCheckedIn(ReservationPeople):
+    checked_in_at: datetime
+    forced: bool
+
+
+class ReservationCompleted(ReservationPeople):
+    checkout_completed_at: datetime
+    hobbs_out: float
+    hobbs_in: float
+
+
+class AircraftGroundedByJob(TypedDict):
+    id: str
+    tail_number: str
+    reason: Literal["mel_expired"]
+
+
+class AircraftState(TypedDict):
+    id: str
+    tail_number: str
+    aircraft_type: str
+    is_active: bool
+
+
+class AircraftGrounded(AircraftState):
+    reason: Literal["admin_deactivate"]
+
+
+class MelData(TypedDict):
+    id: str
+    aircraft_id: str
+    item_description: str
+    mel_category: str
+
+
+class MelCreated(MelData):
+    deferral_date: str | None
+    due_date: str | None
+
+
+class MelExpired(MelData):
+    due_date: str | None
+    auto_grounded: bool
+
+
+class Ping(TypedDict):
+    message: str
+
+
+EventData = (
+    SquawkData
+    | SquawkCreated
+    | SquawkResolved
+    | ReservationCreated
+    | ReservationCancelled
+    | ReservationCheckedIn
+    | ReservationCompleted
+    | AircraftGrounded
+    | AircraftGroundedByJob
+    | AircraftState
+    | MelCreated
+    | MelExpired
+    | Ping
+)
+
+
+def _id(value: Any) -> str:
+    return str(value)
+
+
+def _opt_id(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
@@ -55,7 +171,7 @@ def _date(value: date | None) -> str | None:
 
 # The key order of each payload is the spec's, and part of the bytes signed: the shared
 # leading fields are spelled once, the rest follows in order.
-def _squawk(s: Row, severity: str | None = None) -> dict[str, Any]:
+def _squawk(s: Row, severity: str | None = None) -> SquawkData:
     return {
         "id": _id(s["id"]),
         "aircraft_id": _id(s["aircraft_id"]),
@@ -64,38 +180,38 @@ def _squawk(s: Row, severity: str | None = None) -> dict[str, Any]:
     }
 
 
-def squawk_created(s: Row) -> dict[str, Any]:
+def squawk_created(s: Row) -> SquawkCreated:
     return {
         **_squawk(s),
         "is_grounding": bool(s["is_grounding"]),
-        "reported_by": _id(s["reported_by"]),
+        "reported_by": _opt_id(s["reported_by"]),
         "created_at": s["created_at"],
     }
 
 
-def squawk_resolved(s: Row) -> dict[str, Any]:
+def squawk_resolved(s: Row) -> SquawkResolved:
     return {
         **_squawk(s),
         "is_grounding": bool(s["is_grounding"]),
-        "resolved_by": _id(s["resolved_by"]),
+        "resolved_by": _opt_id(s["resolved_by"]),
         "resolved_at": s["resolved_at"],
     }
 
 
-def squawk_escalated(s: Row) -> dict[str, Any]:
+def squawk_escalated(s: Row) -> SquawkData:
     return _squawk(s, severity="grounding")
 
 
-def _reservation_people(r: Row) -> dict[str, Any]:
+def _reservation_people(r: Row) -> ReservationPeople:
     return {
         "id": _id(r["id"]),
-        "aircraft_id": _id(r["aircraft_id"]),
-        "pilot_id": _id(r["pilot_id"]),
-        "instructor_id": _id(r["instructor_id"]),
+        "aircraft_id": _opt_id(r["aircraft_id"]),
+        "pilot_id": _opt_id(r["pilot_id"]),
+        "instructor_id": _opt_id(r["instructor_id"]),
     }
 
 
-def _reservation_slot(r: Row) -> dict[str, Any]:
+def _reservation_slot(r: Row) -> ReservationSlot:
     return {
         **_reservation_people(r),
         "start_time": r["start_time"],
@@ -104,20 +220,20 @@ def _reservation_slot(r: Row) -> dict[str, Any]:
     }
 
 
-def reservation_created(r: Row) -> dict[str, Any]:
+def reservation_created(r: Row) -> ReservationCreated:
     """Also the data of reservation.confirmed: the two carry identical payloads."""
     return {**_reservation_slot(r), "status": r["status"], "is_backup": bool(r["is_backup"])}
 
 
-def reservation_cancelled(r: Row) -> dict[str, Any]:
+def reservation_cancelled(r: Row) -> ReservationCancelled:
     return {**_reservation_slot(r), "cancellation_reason": r["cancellation_reason"] or ""}
 
 
-def reservation_checked_in(r: Row, *, forced: bool) -> dict[str, Any]:
+def reservation_checked_in(r: Row, *, forced: bool) -> ReservationCheckedIn:
     return {**_reservation_people(r), "checked_in_at": r["checked_in_at"], "forced": forced}
 
 
-def reservation_completed(r: Row) -> dict[str, Any]:
+def reservation_completed(r: Row) -> ReservationCompleted:
     """Also the data of flight_session.completed, byte for byte."""
     return {
         **_reservation_people(r),
@@ -127,9 +243,13 @@ def reservation_completed(r: Row) -> dict[str, Any]:
     }
 
 
+@overload
+def aircraft_grounded(a: Row, *, reason: Literal["admin_deactivate"]) -> AircraftGrounded: ...
+@overload
+def aircraft_grounded(a: Row, *, reason: Literal["mel_expired"]) -> AircraftGroundedByJob: ...
 def aircraft_grounded(
     a: Row, *, reason: Literal["admin_deactivate", "mel_expired"]
-) -> dict[str, Any]:
+) -> AircraftGrounded | AircraftGroundedByJob:
     if reason == "mel_expired":
         return {"id": _id(a["id"]), "tail_number": a["tail_number"], "reason": reason}
     return {
@@ -141,7 +261,7 @@ def aircraft_grounded(
     }
 
 
-def aircraft_reactivated(a: Row) -> dict[str, Any]:
+def aircraft_reactivated(a: Row) -> AircraftState:
     return {
         "id": _id(a["id"]),
         "tail_number": a["tail_number"],
@@ -150,7 +270,7 @@ def aircraft_reactivated(a: Row) -> dict[str, Any]:
     }
 
 
-def _mel(m: Row) -> dict[str, Any]:
+def _mel(m: Row) -> MelData:
     return {
         "id": _id(m["id"]),
         "aircraft_id": _id(m["aircraft_id"]),
@@ -159,7 +279,7 @@ def _mel(m: Row) -> dict[str, Any]:
     }
 
 
-def mel_created(m: Row) -> dict[str, Any]:
+def mel_created(m: Row) -> MelCreated:
     return {
         **_mel(m),
         "deferral_date": _date(m["deferral_date"]),
@@ -167,9 +287,9 @@ def mel_created(m: Row) -> dict[str, Any]:
     }
 
 
-def mel_expired(m: Row, *, auto_grounded: bool) -> dict[str, Any]:
+def mel_expired(m: Row, *, auto_grounded: bool) -> MelExpired:
     return {**_mel(m), "due_date": _date(m["due_date"]), "auto_grounded": auto_grounded}
 
 
-def ping(message: str) -> dict[str, Any]:
+def ping(message: str) -> Ping:
     return {"message": message}
