@@ -6,6 +6,7 @@ print a one-line reason on stderr and exit non-zero. Progress goes to stderr.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -13,12 +14,15 @@ import typer
 
 from hangar import __version__
 from hangar.cli import seed
+from hangar.cli.common import fail
 from hangar.cli.db import db_app
 from hangar.cli.jobs import jobs_app
 from hangar.cli.keys import key_app
 from hangar.cli.orgs import member_app, org_app, user_app
 from hangar.cli.serve import serve
 from hangar.cli.worker import worker
+from hangar.config import ConfigError, log_format
+from hangar.logs import formats
 
 # The order of registration is the order of `hangar --help`: commands, then groups.
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -40,7 +44,12 @@ def _options(
         ),
     ] = None,
 ) -> None:
-    pass
+    # Every command logs in the one format (serve and worker configure theirs again).
+    try:
+        fmt = log_format(os.environ)
+    except ConfigError as exc:
+        fail(str(exc))
+    formats.configure(fmt, "command")
 
 
 app.command()(serve)
