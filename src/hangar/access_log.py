@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import parse_qsl, unquote_plus
+from urllib.parse import unquote_plus
 
 import orjson
 
@@ -129,10 +129,13 @@ def _body_secrets(body: bytes) -> Iterable[str]:
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError:
-        text = body.decode("utf-8", "replace")
-        for name, value in parse_qsl(text, keep_blank_values=True):
-            if _SECRET_FIELD.search(name):
-                yield value
+        # A form: each secret field's value decoded, and as it was sent (a traceback may
+        # quote the raw body).
+        for field in body.decode("utf-8", "replace").split("&"):
+            name, _equals, raw = field.partition("=")
+            if _SECRET_FIELD.search(unquote_plus(name)):
+                yield raw
+                yield unquote_plus(raw)
         return
     if isinstance(parsed, dict):
         for name, value in parsed.items():
