@@ -76,19 +76,21 @@ class ServedRequest:
     secret. Made by the request-id middleware; the headers are referenced, not copied, and
     nothing is parsed unless a record is logged while it is served."""
 
-    __slots__ = ("_body", "_found", "_response_headers", "headers", "id", "started")
+    __slots__ = ("_body", "_found", "_kept", "_response_headers", "headers", "id", "started")
 
     def __init__(self, request_id: str, headers: Iterable[tuple[bytes, bytes]]) -> None:
         self.id = request_id
         self.started = time.perf_counter()
         self.headers = headers
         self._body: list[bytes] = []
+        self._kept = 0
         self._response_headers: Iterable[tuple[bytes, bytes]] = ()
         self._found: tuple[str, ...] | None = None
 
     def add_body(self, chunk: bytes) -> None:
-        if chunk and sum(map(len, self._body)) < _BODY_KEPT:
+        if chunk and self._kept < _BODY_KEPT:
             self._body.append(chunk)
+            self._kept += len(chunk)
             self._found = None
 
     def responded(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
