@@ -67,8 +67,9 @@ def redact(text: str) -> str:
 # credential of hangar's is that short (passwords have 8 characters or more).
 _SHORTEST = 8
 _SECRET_FIELD = re.compile(r"password|secret|token|csrf", re.IGNORECASE)
-# Bodies are kept for scrubbing only up to what any credential-bearing form or JSON holds.
-_BODY_KEPT = 64 * 1024
+# Bodies are kept for scrubbing only up to what any credential-bearing form or JSON holds
+# (a sign-in is capped at 32 KiB; its fields come first).
+_BODY_KEPT = 16 * 1024
 
 
 class ServedRequest:
@@ -89,6 +90,7 @@ class ServedRequest:
 
     def add_body(self, chunk: bytes) -> None:
         if chunk and self._kept < _BODY_KEPT:
+            chunk = chunk[: _BODY_KEPT - self._kept]
             self._body.append(chunk)
             self._kept += len(chunk)
             self._found = None

@@ -28,6 +28,17 @@ HEADER = b"x-request-id"
 MAX_LENGTH = 128
 _SANE = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)
 _UNSAFE_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
+# The bodies that may carry a credential (a password, a CSRF token): forms and JSON.
+_CREDENTIAL_BODIES = (b"application/x-www-form-urlencoded", b"application/json")
+
+
+def _may_carry_credentials(scope: Scope) -> bool:
+    if scope["method"] not in _UNSAFE_METHODS:
+        return False
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return bool(value.lower().startswith(_CREDENTIAL_BODIES))
+    return False
 
 
 def request_id(headers: list[tuple[bytes, bytes]]) -> str:
@@ -67,9 +78,9 @@ class RequestId:
                 served.add_body(received.get("body", b""))
             return received
 
-        # Only a request that may carry a form or JSON body keeps what it sends (for the
-        # scrubbing); a GET is passed the server's own receive.
-        inner_receive = kept if scope["method"] in _UNSAFE_METHODS else receive
+        # Only a form or JSON body is kept (its start, for the scrubbing); a GET, or any
+        # other body, is passed the server's own receive.
+        inner_receive = kept if _may_carry_credentials(scope) else receive
         await self.app(scope, inner_receive, send_with_id)
         # Left bound when the app raised: the server logs that traceback once this returns,
         # still under the request's id and scrubbed of its credentials (each request is a
