@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
+from starlette.types import ASGIApp
 
 from hangar import health, scrape, web
 from hangar.accounts import invitation_routes, session_routes
@@ -23,6 +24,7 @@ from hangar.keys import routes as key_routes
 from hangar.kit.errors import install_error_handlers
 from hangar.kit.responses import dumps
 from hangar.kit.services import Services
+from hangar.logs.request_id import RequestId
 from hangar.maintenance import routes as maintenance_routes
 from hangar.metrics import RequestMetrics
 from hangar.orgs import routes as member_routes
@@ -32,6 +34,13 @@ from hangar.services import build_services
 from hangar.squawks import routes as squawk_routes
 from hangar.webhooks import routes as webhook_routes
 from hangar.webhooks.sender import Sender
+
+
+class _App(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # The request id outside everything, Starlette's handler of unexpected errors
+        # included: its 500s are echoed the id too, and logged under it.
+        return RequestId(super().build_middleware_stack())
 
 
 def create_app(
@@ -66,7 +75,7 @@ def create_app(
                 await worker.stop()
             await services.close()
 
-    app = FastAPI(
+    app = _App(
         title="hangar",
         docs_url=None,
         redoc_url=None,

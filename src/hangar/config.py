@@ -5,12 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 
 
 class ConfigError(Exception):
@@ -28,6 +32,7 @@ class Settings:
     redis_prefix: str = "hangar"
     # GET /metrics answers only a bearer of this token; unset, it is not served at all.
     metrics_token: str | None = None
+    log_format: LogFormat = "text"
 
     @property
     def is_sqlite(self) -> bool:
@@ -81,6 +86,14 @@ def _secret_beside(db_file: Path) -> str:
     return key
 
 
+def log_format(env: Mapping[str, str]) -> LogFormat:
+    """HANGAR_LOG_FORMAT: `text` (the default) or `json` (hangar.logs.formats)."""
+    value = env.get("HANGAR_LOG_FORMAT") or "text"
+    if value not in LOG_FORMATS:
+        raise ConfigError(f"HANGAR_LOG_FORMAT must be text or json, not {value!r}")
+    return value
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -112,4 +125,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         redis_url=env.get("HANGAR_REDIS_URL") or None,
         redis_prefix=env.get("HANGAR_REDIS_PREFIX") or "hangar",
         metrics_token=env.get("HANGAR_METRICS_TOKEN") or None,
+        log_format=log_format(env),
     )

@@ -8,6 +8,7 @@ the README.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -18,12 +19,15 @@ from typer._click import exceptions as click
 
 from hangar import __version__
 from hangar.cli import seed
+from hangar.cli.common import fail
 from hangar.cli.db import db_app
 from hangar.cli.jobs import jobs_app
 from hangar.cli.keys import key_app
 from hangar.cli.orgs import member_app, org_app, user_app
 from hangar.cli.serve import serve
 from hangar.cli.worker import worker
+from hangar.config import ConfigError, log_format
+from hangar.logs import formats
 
 # The order of registration is the order of `hangar --help`: commands, then groups.
 # Plain click layout, as every group has (hangar.cli.common.command_group).
@@ -46,7 +50,12 @@ def _options(
         ),
     ] = None,
 ) -> None:
-    pass
+    # Every command logs in the one format (serve and worker configure theirs again).
+    try:
+        fmt = log_format(os.environ)
+    except ConfigError as exc:
+        fail(str(exc))
+    formats.configure(fmt, "command")
 
 
 app.command()(serve)

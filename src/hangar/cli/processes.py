@@ -102,6 +102,7 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_PUBLIC_URL": current.public_url,
         "HANGAR_SERVICE_DOMAIN": current.service_domain,
         "HANGAR_REDIS_PREFIX": current.redis_prefix,
+        "HANGAR_LOG_FORMAT": current.log_format,
     }
     if current.redis_url:
         env["HANGAR_REDIS_URL"] = current.redis_url
@@ -194,7 +195,7 @@ def serve_processes(
 ) -> None:
     """Serves from `workers` processes until SIGTERM or SIGINT, with one worker process beside
     them if `with_worker`. `sender`: for tests (hangar.cli.worker.SenderFactory)."""
-    from hangar.access_log import log_config
+    from hangar.logs import formats
     from hangar.serving import uvicorn_options
 
     os.environ.update(environment(current))
@@ -205,7 +206,7 @@ def serve_processes(
         port=port,
         workers=workers,
         log_level="info",
-        log_config=log_config(),
+        log_config=formats.config(current.log_format, "serve"),
         # A process just spawned answers the supervisor's health pings only once its
         # interpreter has started and imported uvicorn: on a loaded 2-core machine that took
         # longer than uvicorn's 5 s, and healthy processes were killed as hung at startup.

@@ -67,8 +67,8 @@ def run_server(
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
-    from hangar.access_log import log_config
     from hangar.app import create_app
+    from hangar.logs import formats
     from hangar.serving import Server, uvicorn_options
 
     app = create_app(settings=current, with_worker=with_worker, sender=sender() if sender else None)
@@ -85,7 +85,7 @@ def run_server(
         host=host,
         port=port,
         log_level="info",
-        log_config=log_config(),
+        log_config=formats.config(current.log_format, "serve"),
         **uvicorn_options(limits),
     )
     server = Server(config, on_exit=stop_worker)

@@ -26,12 +26,11 @@ def worker() -> None:
 def run_worker(current: Settings, sender: SenderFactory | None = None) -> None:
     """The worker until SIGTERM or SIGINT, then it finishes what it has under way: `hangar
     worker`, and the one process `hangar serve --workers N` starts beside its servers."""
-    import logging
-
+    from hangar.logs import formats
     from hangar.process import Worker
     from hangar.services import build_services
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    formats.configure(current.log_format, "worker")
 
     async def main() -> None:
         services = build_services(current)

@@ -42,12 +42,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
     url = async_url(database_url)
+    # A database error's message leaves out the statement's parameters: they may be
+    # credentials (a session's CSRF token, a key's hash) and the message may reach a log.
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
+        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=False,
+        hide_parameters=True,
     )
 
 

@@ -69,6 +69,7 @@ class Claimed:
 
     id: uuid.UUID
     subscription_id: uuid.UUID
+    event_id: uuid.UUID
     event_name: str
     attempts_made: int
     lease_until: datetime
@@ -95,6 +96,7 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
         select(
             deliveries.c.id,
             deliveries.c.subscription_id,
+            deliveries.c.event_id,
             deliveries.c.event_name,
             deliveries.c.attempts_made,
             Subscription.url,
@@ -299,15 +301,16 @@ class Dispatcher:
             Claimed(
                 id=row[0],
                 subscription_id=row[1],
-                event_name=row[2],
-                attempts_made=row[3],
+                event_id=row[2],
+                event_name=row[3],
+                attempts_made=row[4],
                 lease_until=lease_until,
-                url=row[4],
-                secret_encrypted=row[5],
-                enabled=row[6],
-                deleted=row[7],
-                data=row[8],
-                event_at=row[9],
+                url=row[5],
+                secret_encrypted=row[6],
+                enabled=row[7],
+                deleted=row[8],
+                data=row[9],
+                event_at=row[10],
             )
             for row in rows
         ]
@@ -398,10 +401,36 @@ class Dispatcher:
             },
             counts=None if not counts or retry else "success" if result.succeeded else "failure",
         )
-        if not await self._recorder.write(outcome):
+        recorded = await self._recorder.write(outcome)
+        _log_attempt(delivery, number, "retrying" if retry else outcome.status, result)
+        if not recorded:
             return  # the lease was lost: another worker's outcome counts
         if retry:
             # The loop may be asleep until a lease runs out; the retry is due sooner.
             self.kick()
         else:
             DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
+
+
+def _log_attempt(delivery: Claimed, number: int, outcome: str, result: AttemptResult) -> None:
+    """One record per attempt, with its ids as fields (JSON logs). Never the URL (its user
+    information and query may be credentials), the secret, the signature or any body."""
+    log.info(
+        "delivery %s attempt %d: %s (%s) in %d ms",
+        delivery.id,
+        number,
+        outcome,
+        result.status_code if result.error is None else result.error,
+        result.duration_ms,
+        extra={
+            "delivery_id": str(delivery.id),
+            "event_id": str(delivery.event_id),
+            "event": delivery.event_name,
+            "subscription_id": str(delivery.subscription_id),
+            "attempt": number,
+            "outcome": outcome,
+            "status": result.status_code,
+            "error": result.error,
+            "duration_ms": result.duration_ms,
+        },
+    )
