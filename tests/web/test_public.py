@@ -91,6 +91,24 @@ async def test_docs_list_every_operation_of_the_live_openapi(client: httpx.Async
     assert f"version {API_VERSION}" in html
 
 
+async def test_the_docs_error_table_has_every_status_and_code_the_api_documents(
+    client: httpx.AsyncClient,
+) -> None:
+    spec = (await client.get("/api/v1/external/openapi.json")).json()
+    html = (await client.get("/docs")).text
+    table = html[html.index('id="errors"') :].split("</table>")[0]
+    documented = {
+        (status, answer["description"].split("`")[1])
+        for methods in spec["paths"].values()
+        for op in methods.values()
+        for status, answer in op["responses"].items()
+        if status >= "400"
+    }
+    assert ("503", "SERVICE_UNAVAILABLE") in documented
+    for status, code in documented:
+        assert f"<tr><td>{status}</td><td><code>{code}</code></td>" in table, (status, code)
+
+
 async def test_docs_render_each_operations_descriptions(client: httpx.AsyncClient) -> None:
     # The document's descriptions are CommonMark: the page shows them formatted, not as source.
     spec = (await client.get("/api/v1/external/openapi.json")).json()
