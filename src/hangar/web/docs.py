@@ -96,7 +96,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                         for p in op.get("parameters", [])
                     ],
                     responses=[
-                        (status, _html(r.get("description", ""), inline=True))
+                        (status, _inline(r.get("description", "")))
                         for status, r in op["responses"].items()
                     ],
                     bodies=bodies(
@@ -117,7 +117,8 @@ class Reference:
 
 
 def _reference(app: FastAPI) -> Reference:
-    # The routes do not change while the app runs: build the description once per app.
+    # The routes do not change while the app runs: build the description, and the page's
+    # reading of it, once per app.
     cached: Reference | None = getattr(app.state, "web_reference", None)
     if cached is None:
         doc = build_openapi(app)
