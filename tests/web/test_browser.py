@@ -8,57 +8,20 @@ Every wait is on a selector or a URL; nothing sleeps.
 from __future__ import annotations
 
 import re
-import ssl
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
-import pytest
-import trustme
 from gidgethub.sansio import validate_event
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.models import Subscription
+from tests.fixtures.browser import TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org
-from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.live_server import LiveServer
-from tests.fixtures.receivers import HOST, Receiver, loopback_only
+from tests.fixtures.receivers import HOST, Receiver
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-TIMEOUT_MS = 15_000
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (CI installs it)"
-)
-
-
-@pytest.fixture
-async def live(database_url: str, engine: AsyncEngine, ca: trustme.CA) -> AsyncIterator[LiveServer]:
-    # Deliveries other tests left pending are not this server's to send.
-    async with engine.begin() as conn:
-        await conn.execute(
-            update(Delivery).where(Delivery.status == "pending").values(status="skipped")
-        )
-    client_ssl = ssl.create_default_context()
-    ca.configure_trust(client_ssl)
-    sender = Sender(
-        FakeResolver({HOST: ["127.0.0.1"]}), ssl_context=client_ssl, is_allowed=loopback_only
-    )
-    server = LiveServer(database_url, sender, resolver=FakeResolver())
-    server.start()
-    yield server
-    server.stop()
+pytestmark = needs_chromium
 
 
 async def _api(live: LiveServer, path: str, key: str) -> int:
@@ -70,16 +33,13 @@ async def _api(live: LiveServer, path: str, key: str) -> int:
 async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
     live: LiveServer, receiver: Receiver, org: Org, engine: AsyncEngine
 ) -> None:
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     expect.set_options(timeout=TIMEOUT_MS)
     email = "browser-admin@example.org"
     await org.member("admin", email=email, password=PASSWORD)
 
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
+    async with chromium() as browser:
         context = await browser.new_context(base_url=live.url)
         await context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
         context.set_default_timeout(TIMEOUT_MS)
@@ -238,4 +198,3 @@ async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
             await expect(page).to_have_url(re.compile(r"/login\?next="))
         finally:
             await context.close()
-            await browser.close()

@@ -23,7 +23,7 @@ from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.kit.responses import json_response
 from hangar.kit.routing import services_of
-from hangar.kit.schemas import ErrorBody, ValidationErrorBody
+from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.models import WorkOrderStatus
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder
@@ -79,7 +79,6 @@ _LIMITS = (
     "Every call counts against the key's limits of 60 requests per calendar minute and 1000 "
     "per calendar hour; past either, the answer is 429 `RATE_LIMITED`."
 )
-_SCOPE = "x-required-scope"
 _QUERY_KEY = "calendarToken"
 
 
@@ -124,7 +123,7 @@ class KeyedRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
         extra = self.openapi_extra or {}
-        scope: str = extra[_SCOPE]
+        scope: str = extra[REQUIRED_SCOPE]
         from_query = any(_QUERY_KEY in scheme for scheme in extra["security"])
         missing = MISSING_TOKEN if from_query else MISSING
 
@@ -183,7 +182,7 @@ def _doc(
         "description": f"{description}\n\nScope: `{scope}`. {_LIMITS}",
         "response_description": ok,
         "responses": {200: {"model": model}, **(errors or {}), **_ERRORS},
-        "openapi_extra": {"security": [{scheme: [scope]}], _SCOPE: scope},
+        "openapi_extra": {"security": [{scheme: [scope]}], REQUIRED_SCOPE: scope},
         "response_class": Response,
     }
 

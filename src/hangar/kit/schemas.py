@@ -19,6 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+# The OpenAPI extension naming the scope a key needs: on an operation (the scope enforced for
+# it) and on a field that only some keys receive. /docs reads both.
+REQUIRED_SCOPE = "x-required-scope"
+
 
 class Open(BaseModel):
     model_config = ConfigDict(extra="allow")

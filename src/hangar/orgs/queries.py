@@ -14,9 +14,7 @@ from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.scoping import rows, scoped
 from hangar.orgs.models import Membership, Role
-from hangar.orgs.schemas import FullMemberRow, MemberRow
-
-FULL_SCOPE = "read:members.full"
+from hangar.orgs.schemas import FULL_SCOPE, FullMemberRow, MemberRow
 
 _COLUMNS = [
     Membership.user_id,

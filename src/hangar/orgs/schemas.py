@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from pydantic import Field
 
-from hangar.kit.schemas import Open
+from hangar.kit.schemas import REQUIRED_SCOPE, Open
 
-_CONTACT = "Only when the key also carries read:members.full; otherwise the key is omitted"
+FULL_SCOPE = "read:members.full"
+
+
+def _contact() -> Any:
+    # Absent, not null, without the scope: typed as the value it has when present. The scope
+    # is said for machines too (the description says it for people): /docs reads it.
+    return Field(
+        None,
+        description=f"Only when the key also carries {FULL_SCOPE}; otherwise the key is omitted",
+        json_schema_extra={REQUIRED_SCOPE: FULL_SCOPE},
+    )
 
 
 class Member(Open):
@@ -21,10 +31,10 @@ class Member(Open):
     status: str
     is_discovery: bool
     joined_at: datetime | None
-    email: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
-    first_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
-    last_name: str = Field(None, description=_CONTACT)  # type: ignore[assignment]
-    phone: str | None = Field(None, description=_CONTACT)
+    email: str = _contact()
+    first_name: str = _contact()
+    last_name: str = _contact()
+    phone: str | None = _contact()
 
 
 class MemberRow(TypedDict):

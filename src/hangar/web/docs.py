@@ -16,8 +16,10 @@ from starlette.responses import Response
 
 from hangar.auth.key_format import SCOPES
 from hangar.external.openapi import build_openapi
+from hangar.kit.schemas import REQUIRED_SCOPE
 from hangar.web.events import EVENTS
 from hangar.web.pages import PACKAGE, PageRoute, render
+from hangar.web.response_fields import Body, bodies, type_of
 
 router = APIRouter(route_class=PageRoute)
 
@@ -29,6 +31,10 @@ _md = MarkdownIt("commonmark", {"html": False})
 def _html(markdown: str, *, inline: bool = False) -> Markup:
     # Safe to mark up: with "html" off, markdown-it escapes all but the markup it makes itself.
     return Markup(_md.renderInline(markdown) if inline else _md.render(markdown))  # noqa: S704
+
+
+def _inline(markdown: str) -> Markup:
+    return _html(markdown, inline=True)
 
 
 @dataclass(frozen=True)
@@ -50,19 +56,7 @@ class Operation:
     scope: str
     parameters: list[Parameter]
     responses: list[tuple[str, Markup]]
-
-
-def _type(schema: dict[str, Any]) -> str:
-    options = schema.get("anyOf", [schema])
-    kinds = []
-    for option in options:
-        kind = option.get("type")
-        if kind == "null":
-            continue
-        if option.get("format"):
-            kind = f"{kind} ({option['format']})"
-        kinds.append(str(kind or "any"))
-    return " or ".join(kinds) or "any"
+    bodies: list[Body]  # the fields of the 200 answer's body
 
 
 def _notes(param: dict[str, Any]) -> str:
@@ -90,44 +84,59 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                     operation_id=op.get("operationId", f"{method}-{path}"),
                     summary=op.get("summary", ""),
                     description=_html(op.get("description", "")),
-                    scope=op.get("x-required-scope", ""),
+                    scope=op.get(REQUIRED_SCOPE, ""),
                     parameters=[
                         Parameter(
                             name=p["name"],
                             where=p["in"],
                             required=bool(p.get("required")),
-                            type=_type(p.get("schema", {})),
+                            type=type_of(p.get("schema", {})),
                             notes=_notes(p),
                         )
                         for p in op.get("parameters", [])
                     ],
                     responses=[
-                        (status, _html(r.get("description", ""), inline=True))
+                        (status, _inline(r.get("description", "")))
                         for status, r in op["responses"].items()
                     ],
+                    bodies=bodies(
+                        doc["components"]["schemas"],
+                        op["responses"]["200"],
+                        op.get(REQUIRED_SCOPE, ""),
+                        _inline,
+                    ),
                 )
             )
     return found
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    # The routes do not change while the app runs: build the description once per app.
-    cached: dict[str, Any] | None = getattr(app.state, "web_openapi", None)
+@dataclass(frozen=True)
+class Reference:
+    doc: dict[str, Any]
+    operations: list[Operation]
+
+
+def _reference(app: FastAPI) -> Reference:
+    # The routes do not change while the app runs: build the description, and the page's
+    # reading of it, once per app.
+    cached: Reference | None = getattr(app.state, "web_reference", None)
     if cached is None:
-        cached = build_openapi(app)
-        app.state.web_openapi = cached
+        doc = build_openapi(app)
+        cached = Reference(doc, operations(doc))
+        app.state.web_reference = cached
     return cached
 
 
 @router.get("/docs")
 async def docs(request: Request) -> Response:
-    doc = _openapi(request.app)
+    reference = _reference(request.app)
+    doc = reference.doc
     return render(
         request,
         "docs.html",
         info=doc["info"],
         base_url=doc["servers"][0]["url"].rstrip("/"),
-        operations=operations(doc),
+        operations=reference.operations,
         scopes=SCOPES,
         events=EVENTS,
         python_snippet=(SNIPPETS / "receiver.py").read_text(encoding="utf-8"),
