@@ -14,6 +14,7 @@ import httpx
 from sqlalchemy import select, update
 
 from hangar.kit.services import Services
+from hangar.metrics import ATTEMPTS
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
@@ -76,8 +77,11 @@ async def test_a_redelivery_is_the_same_delivery_and_event_signed_at_send_time(
             .where(Subscription.id == sub_id)
             .values(secret_encrypted=services.secret_box.seal(NEW_SECRET))
         )
+    attempts_before = ATTEMPTS.labels("squawk.created", "succeeded")._value.get()
     # The request is a row: a dispatcher started after it (a restart) finds it due.
     assert await dispatcher(services, sender).run_once() == 1
+    # Counted like any attempt.
+    assert ATTEMPTS.labels("squawk.created", "succeeded")._value.get() == attempts_before + 1
 
     second = receiver.requests[-1]
     assert [r.path for r in receiver.requests] == ["/hook", "/hook"]  # twice in total
@@ -255,3 +259,13 @@ async def test_the_screen_redelivers_with_its_form_and_shows_who_and_when(
     slow_down = await admin.post(action, data={"csrf_token": csrf})
     assert slow_down.status_code == 429
     assert "10 redeliveries per hour" in slow_down.text
+
+
+async def test_the_docs_describe_redeliver_its_limit_and_the_explanations(
+    client: httpx.AsyncClient,
+) -> None:
+    docs = (await client.get("/docs")).text
+    assert "<strong>Redeliver</strong>" in docs
+    assert "10 redeliveries per hour per subscription" in docs
+    assert "the same <code>X-Service-Delivery</code> id" in docs
+    assert "no answer within 10 seconds" in docs
