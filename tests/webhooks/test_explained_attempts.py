@@ -27,8 +27,7 @@ from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
-from tests.fixtures.webhooks import SECRET, dispatcher, fire, subscribe
-from tests.webhooks.test_delivery_log import closed_port, delivery_log
+from tests.fixtures.webhooks import SECRET, closed_port, delivery_log, dispatcher, fire, subscribe
 
 
 async def only_attempt(

@@ -21,8 +21,7 @@ from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.pages import page_csrf
 from tests.fixtures.receivers import HOST, Receiver
-from tests.fixtures.webhooks import SECRET, dispatcher, fire, subscribe
-from tests.webhooks.test_delivery_log import delivery_log
+from tests.fixtures.webhooks import SECRET, delivery_log, dispatcher, fire, subscribe
 
 NEW_SECRET = "cd" * 32
 
