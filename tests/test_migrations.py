@@ -386,3 +386,88 @@ async def test_0006_downgrades_placeholders_to_the_accounts_of_their_emails(
         (one, first_new): "pending",
         (two, first_new): "pending",
     }
+
+
+async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0008 (the explaining log, Redeliver): a delivery and an attempt from before read
+    unchanged, the delivery's current series begins at its first attempt, and the way back
+    drops only what 0008 added."""
+    url = blank_database_url
+    await upgrade_async(url, "0007")
+    org, sub, event, delivery = new_id(), new_id(), new_id(), new_id()
+    engine = make_engine(url)
+
+    def table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
+        return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
+
+    rows = [
+        (ORGS, {"id": org, "name": "O", "created_at": T}),
+        (
+            table("webhook_subscriptions", "id", "org_id", "name", "url", "events",
+                  "secret_encrypted", "secret_prefix", "enabled", "consecutive_failures",
+                  "created_at", "updated_at", name=sa.String(), url=sa.String(),
+                  events=sa.JSON(), secret_encrypted=sa.String(), secret_prefix=sa.String(),
+                  enabled=sa.Boolean(), consecutive_failures=sa.Integer(),
+                  created_at=UTCDateTime(), updated_at=UTCDateTime()),
+            {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
+             "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
+             "enabled": True, "consecutive_failures": 0, "created_at": T, "updated_at": T},
+        ),
+        (
+            table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
+                  data=sa.String(), created_at=UTCDateTime()),
+            {"id": event, "org_id": org, "name": "squawk.created", "data": "{}",
+             "created_at": T},
+        ),
+        (
+            table("webhook_deliveries", "id", "org_id", "subscription_id", "event_id",
+                  "event_name", "status", "attempts_made", "next_attempt_at", "created_at",
+                  "completed_at", event_name=sa.String(), status=sa.String(),
+                  attempts_made=sa.Integer(), next_attempt_at=UTCDateTime(),
+                  created_at=UTCDateTime(), completed_at=UTCDateTime()),
+            {"id": delivery, "org_id": org, "subscription_id": sub, "event_id": event,
+             "event_name": "squawk.created", "status": "failed", "attempts_made": 3,
+             "next_attempt_at": T, "created_at": T, "completed_at": T},
+        ),
+        (
+            table("webhook_attempts", "id", "delivery_id", "number", "started_at",
+                  "status_code", number=sa.Integer(), started_at=UTCDateTime(),
+                  status_code=sa.Integer()),
+            {"id": new_id(), "delivery_id": delivery, "number": 1, "started_at": T,
+             "status_code": 503},
+        ),
+    ]  # fmt: skip
+    try:
+        async with engine.begin() as conn:
+            for target, values in rows:
+                await conn.execute(sa.insert(target).values(**values))
+        await upgrade_async(url)
+        async with engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    sa.text("SELECT status, attempts_made, series_from FROM webhook_deliveries")
+                )
+            ).one()
+            assert tuple(row) == ("failed", 3, 0)
+            attempt = (
+                await conn.execute(
+                    sa.text("SELECT status_code, outcome, request_headers FROM webhook_attempts")
+                )
+            ).one()
+            assert tuple(attempt) == (503, None, None)
+            assert await conn.scalar(sa.text("SELECT count(*) FROM webhook_redeliveries")) == 0
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0007")
+
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(
+                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns("webhook_attempts")}
+            )
+            assert "outcome" not in columns
+            assert "response_body" in columns
+            tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
+            assert "webhook_redeliveries" not in tables
+    finally:
+        await engine.dispose()

@@ -8,7 +8,7 @@ from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Organization, Role
 from hangar.reservations.models import Reservation, ReservationChanges
 from hangar.squawks.models import Squawk
-from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
+from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery, Subscription
 
 __all__ = [
     "Aircraft",
@@ -23,6 +23,7 @@ __all__ = [
     "MelItem",
     "Membership",
     "Organization",
+    "Redelivery",
     "Reservation",
     "ReservationChanges",
     "Role",

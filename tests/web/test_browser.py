@@ -161,7 +161,12 @@ async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
             # The page reloads itself while the delivery is pending.
             attempt = page.locator('section.delivery[data-status="succeeded"] tr.attempt')
             await expect(attempt).to_have_count(1)
-            await expect(attempt).to_contain_text("HTTP 200 (success)")
+            await expect(attempt).to_contain_text("Delivered: the receiver answered 200 OK.")
+            # What was sent, behind a disclosure: the signature as it went out.
+            await page.get_by_text("Request", exact=True).first.click()
+            await expect(page.locator("pre.request").first).to_contain_text(
+                "X-Service-Signature: sha256="
+            )
             await expect(attempt).to_contain_text(" ms")
             await expect(page.locator("section.delivery").first).to_contain_text("Delivered")
             [got] = receiver.requests

@@ -7,10 +7,8 @@ deliveries are made by the production dispatcher, on the injected clock.
 
 from __future__ import annotations
 
-import socket
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 
@@ -20,14 +18,15 @@ from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.receivers import HOST, Receiver
-from tests.fixtures.webhooks import dispatcher, fire, subscribe, subscription
-
-DELIVERY_KEYS = {"id", "event", "status", "attempts", "created_at", "completed_at"}
-ATTEMPT_KEYS = {"number", "started_at", "duration_ms", "status_code", "error"}
-
-
-def log_url(org: Org, sub_id: uuid.UUID | str) -> str:
-    return f"/api/orgs/{org.id}/webhooks/{sub_id}/deliveries"
+from tests.fixtures.webhooks import (
+    closed_port,
+    delivery_log,
+    dispatcher,
+    fire,
+    log_url,
+    subscribe,
+    subscription,
+)
 
 
 def sub_url(org: Org, sub_id: uuid.UUID | str, *rest: str) -> str:
@@ -40,28 +39,6 @@ def moment(text: str | None) -> datetime | None:
         return None
     assert text.endswith("Z"), text
     return datetime.fromisoformat(text).astimezone(UTC)
-
-
-async def delivery_log(
-    client: httpx.AsyncClient, org: Org, sub_id: uuid.UUID, **params: Any
-) -> Any:
-    response = await client.get(log_url(org, sub_id), params=params)
-    assert response.status_code == 200, response.text
-    entries = response.json()
-    assert isinstance(entries, list)
-    for entry in entries:
-        assert set(entry) == DELIVERY_KEYS
-        assert isinstance(entry["attempts"], list)
-        for attempt in entry["attempts"]:
-            assert set(attempt) == ATTEMPT_KEYS
-    return entries
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_a_failed_attempt_then_a_retry_success_newest_first(

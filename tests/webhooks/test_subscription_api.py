@@ -247,7 +247,15 @@ async def test_delivery_log_lists_newest_first(admin: httpx.AsyncClient, org: Or
     assert log.status_code == 200
     assert [d["id"] for d in log.json()] == [second]
     entry = log.json()[0]
-    assert set(entry) == {"id", "event", "status", "attempts", "created_at", "completed_at"}
+    assert set(entry) == {
+        "id",
+        "event",
+        "status",
+        "attempts",
+        "created_at",
+        "completed_at",
+        "redeliveries",
+    }
     assert (entry["event"], entry["status"], entry["attempts"]) == ("test.ping", "pending", [])
     full = (await admin.get(url(org, str(created["id"]), "deliveries"))).json()
     assert {d["id"] for d in full} == {first, second}

@@ -1,4 +1,4 @@
-"""/settings/{org_id}/webhooks: subscriptions, Enable, Test and the delivery log.
+"""/settings/{org_id}/webhooks: subscriptions, Enable, Test, the delivery log and Redeliver.
 
 Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
@@ -21,6 +21,7 @@ from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
+from hangar.webhooks.delivery_log import DELIVERY, REDELIVERY_LIMITS
 from hangar.webhooks.service import NewSubscription, SubscriptionEdit
 from hangar.webhooks.subscriptions import SubscriptionView
 
@@ -191,5 +192,17 @@ async def deliveries(request: Request, admin: AdminPage, conn: Tx, sub_id: str) 
             deliveries=found,
             pending=any(d["status"] == "pending" for d in found),
             done=request.query_params.get("done", ""),
+            redelivery_limit=REDELIVERY_LIMITS[0].label,
         ),
     )
+
+
+@router.post("/{sub_id}/deliveries/{delivery_id}/redeliver")
+async def redeliver(
+    services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str, delivery_id: str
+) -> Response:
+    admin = posted.admin
+    target = path_id(sub_id, subs.SUBSCRIPTION)
+    delivery = path_id(delivery_id, DELIVERY)
+    await service.redeliver(conn, services, admin.org_id, target, delivery, admin.user_id, now)
+    return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=redelivered")

@@ -72,6 +72,7 @@ class Claimed:
     event_id: uuid.UUID
     event_name: str
     attempts_made: int
+    series_from: int  # attempts_made when this series (the first, or a redelivery) began
     lease_until: datetime
     url: str
     secret_encrypted: str
@@ -99,6 +100,7 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
             deliveries.c.event_id,
             deliveries.c.event_name,
             deliveries.c.attempts_made,
+            deliveries.c.series_from,
             Subscription.url,
             Subscription.secret_encrypted,
             Subscription.enabled,
@@ -144,6 +146,7 @@ class _Claiming:
                 Delivery.event_id,
                 Delivery.event_name,
                 Delivery.attempts_made,
+                Delivery.series_from,
                 Delivery.next_attempt_at,
             ).cte("leased")
             self.lease_and_read = _with_what_attempts_need(leased)
@@ -304,13 +307,14 @@ class Dispatcher:
                 event_id=row[2],
                 event_name=row[3],
                 attempts_made=row[4],
+                series_from=row[5],
                 lease_until=lease_until,
-                url=row[5],
-                secret_encrypted=row[6],
-                enabled=row[7],
-                deleted=row[8],
-                data=row[9],
-                event_at=row[10],
+                url=row[6],
+                secret_encrypted=row[7],
+                enabled=row[8],
+                deleted=row[9],
+                data=row[10],
+                event_at=row[11],
             )
             for row in rows
         ]
@@ -361,7 +365,7 @@ class Dispatcher:
                 error=error,
                 response_body=None,
                 duration_ms=0,
-                failure="secret_unreadable",
+                kind="secret_unreadable",
             )
         else:
             body = envelope(delivery.event_name, started_at, delivery.data)
@@ -379,15 +383,17 @@ class Dispatcher:
         self, delivery: Claimed, started_at: datetime, result: AttemptResult, *, counts: bool
     ) -> None:
         number = delivery.attempts_made + 1
+        # A redelivery is a new series: its own 3 attempts and waits, numbered on from the last.
+        in_series = number - delivery.series_from
         now = self._clock.now()
-        retry = not result.succeeded and number < MAX_ATTEMPTS
+        retry = not result.succeeded and in_series < MAX_ATTEMPTS
         outcome = Outcome(
             delivery_id=delivery.id,
             subscription_id=delivery.subscription_id,
             lease_until=delivery.lease_until,
             status="succeeded" if result.succeeded else "pending" if retry else "failed",
             attempts_made=number,
-            next_attempt_at=now + RETRY_WAITS[number - 1] if retry else None,
+            next_attempt_at=now + RETRY_WAITS[in_series - 1] if retry else None,
             completed_at=None if retry else now,
             attempt={
                 "id": new_id(),
@@ -398,6 +404,11 @@ class Dispatcher:
                 "status_code": result.status_code,
                 "error": result.error,
                 "response_body": result.response_body,
+                "outcome": result.kind,
+                "outcome_detail": result.detail,
+                "request_headers": _pairs(result.request_headers),
+                "response_reason": result.reason,
+                "response_headers": _pairs(result.response_headers),
             },
             counts=None if not counts or retry else "success" if result.succeeded else "failure",
         )
@@ -410,6 +421,10 @@ class Dispatcher:
             self.kick()
         else:
             DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
+
+
+def _pairs(headers: list[tuple[str, str]] | None) -> list[list[str]] | None:
+    return None if headers is None else [[name, value] for name, value in headers]
 
 
 def _log_attempt(delivery: Claimed, number: int, outcome: str, result: AttemptResult) -> None:

@@ -57,6 +57,21 @@ class Delivery(Base):
     lease_until: Mapped[datetime | None]  # a worker holds it until then
     created_at: Mapped[datetime]
     completed_at: Mapped[datetime | None]
+    # attempts_made when the current series began: 0, or where a redelivery started a new
+    # series of up to 3 attempts (its retries wait 2 s and 8 s like the first series').
+    series_from: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class Redelivery(Base):
+    """An administrator's request to send a finished delivery again: same delivery id, same
+    event; its attempts are those numbered from `first_attempt` on."""
+
+    __tablename__ = "webhook_redeliveries"
+    id: Mapped[uuid.UUID] = id_column()
+    delivery_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_deliveries.id"), index=True)
+    requested_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    requested_at: Mapped[datetime]
+    first_attempt: Mapped[int] = mapped_column(Integer)
 
 
 class Attempt(Base):
@@ -69,6 +84,15 @@ class Attempt(Base):
     status_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(500))
     response_body: Mapped[str | None] = mapped_column(Text)  # the first 2 KB
+    # The rest is NULL on attempts recorded before the log explained them (migration 0008).
+    outcome: Mapped[str | None] = mapped_column(String(40))  # webhooks.explain.AttemptKind
+    outcome_detail: Mapped[str | None] = mapped_column(String(500))
+    # [[name, value], ...] as sent, the signature included (never the secret). The body is
+    # not stored: it is the envelope of the event's stored data, delivered_at = started_at,
+    # rebuilt byte for byte by signing.envelope.
+    request_headers: Mapped[list[list[str]] | None] = mapped_column(JSON)
+    response_reason: Mapped[str | None] = mapped_column(String(500))
+    response_headers: Mapped[list[list[str]] | None] = mapped_column(JSON)
 
 
 DELIVERY_STATUSES = ("pending", "succeeded", "failed", "skipped")

@@ -1,4 +1,5 @@
-"""/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, Test, the delivery log.
+"""/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, Test, the delivery log,
+Redeliver.
 
 The actions are webhooks/service.py's, shared with the Org Settings screens; these routes
 only present them as JSON, in the request's one transaction."""
@@ -16,6 +17,7 @@ from hangar.kit.routing import ORG_PREFIX, Now, ServicesDep, Tx, no_content, pat
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service
+from hangar.webhooks.delivery_log import DELIVERY
 from hangar.webhooks.service import NewSubscription, SubscriptionEdit
 from hangar.webhooks.subscriptions import SUBSCRIPTION
 
@@ -78,3 +80,15 @@ async def list_deliveries(
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
     return json_response(await service.deliveries(conn, actor.org_id, target, limit))
+
+
+@router.post("/{sub_id}/deliveries/{delivery_id}/redeliver", status_code=202)
+async def redeliver(
+    services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str, delivery_id: str
+) -> Response:
+    target = path_id(sub_id, SUBSCRIPTION)
+    delivery = path_id(delivery_id, DELIVERY)
+    redelivery_id = await service.redeliver(
+        conn, services, actor.org_id, target, delivery, actor.user_id, now
+    )
+    return json_response({"delivery_id": str(delivery), "redelivery_id": str(redelivery_id)}, 202)

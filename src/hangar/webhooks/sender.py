@@ -4,6 +4,10 @@ The URL is checked again at every attempt, and the connection goes only to the a
 that check returned: the connector's resolver answers from that list and nothing else, so
 DNS cannot change between the check and the connection (DNS rebinding). TLS is verified
 against the host name. Redirects are failures and are never followed.
+
+Each result says what was sent (the headers as they went out; the body is the caller's) and
+what came back (status line, headers, the first 2 KB of the body), bounded, for the delivery
+log, and classifies the outcome into a fixed kind (webhooks/explain.py) for its sentence.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hangar.kit.resolver import Resolver
 from hangar.metrics import AttemptOutcome
+from hangar.webhooks.explain import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
 from hangar.webhooks.url_policy import (
     AddressRule,
     CheckedUrl,
+    RejectionCode,
     UrlRejected,
     check_webhook_url,
     is_public_address,
@@ -29,6 +35,18 @@ from hangar.webhooks.url_policy import (
 
 TIMEOUT_SECONDS = 10.0
 RESPONSE_KEPT_BYTES = 2048
+# A receiver chooses its answer's headers: what the log keeps of them is bounded too.
+HEADERS_KEPT = 50
+HEADER_VALUE_KEPT = 1000
+DETAIL_KEPT = 500
+
+Headers = list[tuple[str, str]]
+
+_URL_KINDS: dict[RejectionCode, AttemptKind] = {
+    RejectionCode.PRIVATE_IP: "url_private",
+    RejectionCode.HTTPS_REQUIRED: "url_http",
+    RejectionCode.DNS_FAILED: "name_unresolved",
+}
 
 
 @dataclass(frozen=True)
@@ -37,8 +55,13 @@ class AttemptResult:
     error: str | None
     response_body: str | None
     duration_ms: int
-    # Why no answer came (the metrics' outcome); None when the receiver answered.
-    failure: AttemptOutcome | None = None
+    kind: AttemptKind
+    # What the sentence needs besides the kind: a redirect's Location, a TLS message.
+    detail: str | None = None
+    # The headers as they went out; None when nothing was sent (the URL was refused).
+    request_headers: Headers | None = None
+    reason: str | None = None
+    response_headers: Headers | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -46,9 +69,24 @@ class AttemptResult:
 
     @property
     def outcome(self) -> AttemptOutcome:
-        if self.status_code is not None:
-            return "succeeded" if self.succeeded else "http_error"
-        return self.failure or "connection_error"
+        return OUTCOMES[self.kind]
+
+
+def _kept_headers(pairs: Any) -> Headers:
+    return [
+        (_as_text(name)[:200], _as_text(value)[:HEADER_VALUE_KEPT])
+        for name, value in list(pairs)[:HEADERS_KEPT]
+    ]
+
+
+def _clipped(text: str | None) -> str | None:
+    return None if text is None else text[:DETAIL_KEPT]
+
+
+def _connection_kind(exc: BaseException) -> AttemptKind:
+    cause = getattr(exc, "os_error", None) or exc
+    refused = isinstance(cause, ConnectionRefusedError)
+    return "connection_refused" if refused else "connection_failed"
 
 
 async def _start_of(content: aiohttp.StreamReader) -> bytes:
@@ -63,9 +101,10 @@ async def _start_of(content: aiohttp.StreamReader) -> bytes:
     return kept
 
 
-def _as_text(data: bytes) -> str:
+def _as_text(data: bytes | str) -> str:
     # PostgreSQL text cannot hold NUL; the log is for reading, so a stand-in is enough.
-    return data.decode("utf-8", "replace").replace("\x00", "\ufffd")
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return text.replace("\x00", "\ufffd")
 
 
 class _PinnedResolver(AbstractResolver):
@@ -111,17 +150,26 @@ class Sender:
 
     async def post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
         started = time.monotonic()
+        # What we hand the client; once it answers, the headers it actually sent replace it.
+        sent: Headers | None = None
 
         def done(**result: Any) -> AttemptResult:
             elapsed = int((time.monotonic() - started) * 1000)
-            return AttemptResult(duration_ms=elapsed, **result)
+            return AttemptResult(duration_ms=elapsed, request_headers=sent, **result)
 
         try:
             checked = await check_webhook_url(url, self._resolver, is_allowed=self._is_allowed)
         except UrlRejected as exc:
             return done(
-                status_code=None, error=str(exc.code), response_body=None, failure="url_refused"
+                status_code=None,
+                error=str(exc.code),
+                response_body=None,
+                kind=_URL_KINDS.get(exc.code, "url_invalid"),
+                detail=_clipped(exc.detail),
             )
+        # What we keep of the answer is text for people: no compressed bytes.
+        outgoing = {**headers, "Accept-Encoding": "identity"}
+        sent = list(outgoing.items())
         connector = aiohttp.TCPConnector(
             resolver=_PinnedResolver(checked), ssl=self._ssl, force_close=True, limit=1
         )
@@ -133,36 +181,43 @@ class Sender:
                     auto_decompress=False,
                 ) as session,
                 session.post(
-                    checked.url.url,
-                    data=body,
-                    # What we keep of the answer is text for people: no compressed bytes.
-                    headers={**headers, "Accept-Encoding": "identity"},
-                    allow_redirects=False,
+                    checked.url.url, data=body, headers=outgoing, allow_redirects=False
                 ) as response,
             ):
+                sent = _kept_headers(response.request_info.headers.items())
+                kind = kind_of_http(response.status)
+                location = response.headers.get("Location") if kind == "redirect" else None
                 return done(
                     status_code=response.status,
                     error=None,
                     response_body=_as_text(await _start_of(response.content)),
+                    kind=kind,
+                    detail=_clipped(location),
+                    reason=_clipped(response.reason),
+                    response_headers=_kept_headers(response.raw_headers),
                 )
         except TimeoutError:
             return done(
                 status_code=None,
                 error=f"timeout after {self._timeout:g} s",
                 response_body=None,
-                failure="timeout",
+                kind="timeout",
+                detail=f"{self._timeout:g}",
             )
         except aiohttp.ClientSSLError as exc:
+            verification = getattr(exc, "certificate_error", None)
             return done(
                 status_code=None,
                 error=f"TLS error: {exc.__class__.__name__}",
                 response_body=None,
-                failure="tls_error",
+                kind=kind_of_tls(verification),
+                detail=_clipped(getattr(verification, "verify_message", None) or str(exc)),
             )
         except (aiohttp.ClientError, OSError) as exc:
             return done(
                 status_code=None,
                 error=f"connection failed: {exc.__class__.__name__}",
                 response_body=None,
-                failure="connection_error",
+                kind=_connection_kind(exc),
+                detail=_clipped(f"{exc.__class__.__name__}: {exc}"),
             )

@@ -1,4 +1,5 @@
-"""The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log.
+"""The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log
+and Redeliver.
 
 Each action once, for the management API (webhooks/routes.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
@@ -18,9 +19,10 @@ from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.kit.services import Services
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks import catalogue, delivery_log, outbox
 from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.subscriptions import DeliveryView, NewSubscriptionView, SubscriptionView
+from hangar.webhooks.delivery_log import DeliveryView
+from hangar.webhooks.subscriptions import NewSubscriptionView, SubscriptionView
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
 
@@ -48,7 +50,7 @@ async def get(conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID) -> Su
 async def deliveries(
     conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
 ) -> list[DeliveryView]:
-    return await subs.recent_deliveries(conn, org_id, sub_id, limit)
+    return await delivery_log.recent_deliveries(conn, org_id, sub_id, limit)
 
 
 async def create(
@@ -112,4 +114,19 @@ async def fire_test(
         catalogue.TEST_PING,
         catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
         now,
+    )
+
+
+async def redeliver(
+    conn: AsyncConnection,
+    services: Services,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    delivery_id: uuid.UUID,
+    user_id: uuid.UUID,
+    now: datetime,
+) -> uuid.UUID:
+    """Redeliver: a finished delivery queued again, same id and event (10 per hour)."""
+    return await delivery_log.redeliver(
+        conn, services.limiter, org_id, sub_id, delivery_id, user_id, now
     )

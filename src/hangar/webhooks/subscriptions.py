@@ -16,7 +16,7 @@ from hangar.ids import new_id
 from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
-from hangar.webhooks.models import Attempt, Delivery, Subscription
+from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret
 from hangar.webhooks.url_policy import UrlRejected, check_webhook_url
 
@@ -56,23 +56,6 @@ class NewSubscriptionView(SubscriptionView):
     """A subscription just made: the one answer that holds the secret."""
 
     secret: str
-
-
-class AttemptView(TypedDict):
-    number: int
-    started_at: datetime
-    duration_ms: int | None
-    status_code: int | None
-    error: str | None
-
-
-class DeliveryView(TypedDict):
-    id: str
-    event: str
-    status: str
-    attempts: list[AttemptView]
-    created_at: datetime
-    completed_at: datetime | None
 
 
 def _view(row: Any) -> SubscriptionView:
@@ -231,58 +214,3 @@ async def reset_failures(conn: AsyncConnection, sub_id: uuid.UUID) -> None:
     await conn.execute(
         update(Subscription).where(Subscription.id == sub_id).values(consecutive_failures=0)
     )
-
-
-async def recent_deliveries(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
-) -> list[DeliveryView]:
-    await get_subscription(conn, org_id, sub_id)
-    deliveries = (
-        await conn.execute(
-            select(
-                Delivery.id,
-                Delivery.event_name,
-                Delivery.status,
-                Delivery.created_at,
-                Delivery.completed_at,
-            )
-            .where(Delivery.org_id == org_id, Delivery.subscription_id == sub_id)
-            .order_by(Delivery.created_at.desc(), Delivery.id.desc())
-            .limit(limit)
-        )
-    ).all()
-    attempts: dict[uuid.UUID, list[AttemptView]] = {d.id: [] for d in deliveries}
-    if deliveries:
-        rows = await conn.execute(
-            select(
-                Attempt.delivery_id,
-                Attempt.number,
-                Attempt.started_at,
-                Attempt.duration_ms,
-                Attempt.status_code,
-                Attempt.error,
-            )
-            .where(Attempt.delivery_id.in_(list(attempts)))
-            .order_by(Attempt.delivery_id, Attempt.number)
-        )
-        for a in rows:
-            attempts[a.delivery_id].append(
-                AttemptView(
-                    number=a.number,
-                    started_at=a.started_at,
-                    duration_ms=a.duration_ms,
-                    status_code=a.status_code,
-                    error=a.error,
-                )
-            )
-    return [
-        DeliveryView(
-            id=str(d.id),
-            event=d.event_name,
-            status=d.status,
-            attempts=attempts[d.id],
-            created_at=d.created_at,
-            completed_at=d.completed_at,
-        )
-        for d in deliveries
-    ]
