@@ -116,21 +116,23 @@ class AircraftReactivated:
 
 
 @dataclass(frozen=True)
-class MelCreated:
+class _MelItem:
+    """The item both MEL events start with, in the spec's order."""
+
     id: str
     aircraft_id: str
     item_description: str
     mel_category: Literal["a", "b", "c", "d"]
+
+
+@dataclass(frozen=True)
+class MelCreated(_MelItem):
     deferral_date: date
     due_date: date
 
 
 @dataclass(frozen=True)
-class MelExpired:
-    id: str
-    aircraft_id: str
-    item_description: str
-    mel_category: Literal["a", "b", "c", "d"]
+class MelExpired(_MelItem):
     due_date: date
     auto_grounded: bool
 
