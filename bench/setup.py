@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.auth.key_format import SCOPES
 from hangar.config import sqlite_path
 from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
@@ -32,14 +33,6 @@ from hangar.reservations.models import Reservation
 ORG_NAME = "Bench Aero"
 SECRET = "bench-secret-key-" + "x" * 32
 HANGAR = [str(Path(sys.executable).with_name("hangar"))]
-ALL_SCOPES = (
-    "read:reservations",
-    "read:aircraft",
-    "read:squawks",
-    "read:members",
-    "read:members.full",
-    "read:maintenance",
-)
 
 
 @dataclass(frozen=True)
@@ -200,7 +193,7 @@ def prepare(
         _write_seed_seconds(database_url, seconds)
         seeded_now = True
         log(f"  seeded in {seconds:.1f} s")
-    scopes = [arg for s in ALL_SCOPES for arg in ("--scope", s)]
+    scopes = [arg for s in SCOPES for arg in ("--scope", s)]
     key = hangar(env, "key", "create", "--org", str(org_id), "--name", "bench", *scopes)["key"]
     return Dataset(database_url, env, org_id, key, sizes.reservations, seconds, seeded_now)
 

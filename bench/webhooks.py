@@ -217,6 +217,33 @@ def _data(seq: int) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Delivering:
+    rx: Receiver
+    services: Services
+    org_id: uuid.UUID
+    subs: list[tuple[uuid.UUID, str]]
+
+
+@asynccontextmanager
+async def delivering(
+    settings: Settings, port: int, delay_ms: float, org_name: str, paths: list[str]
+) -> AsyncIterator[Delivering]:
+    """What G6-G8 each measure against: a receiver, a fresh organization subscribed at each of
+    the receiver's `paths`, and a running worker delivering to it."""
+    async with receiver(delay_ms, port) as rx:
+        services = bench_services(settings)
+        worker = bench_worker(services, rx)
+        org_id = await new_org(services.engine, org_name)
+        subs = await subscribe(services, org_id, [rx.url(path) for path in paths])
+        await worker.start()
+        try:
+            yield Delivering(rx, services, org_id, subs)
+        finally:
+            await worker.stop()
+            await services.close()
+
+
 # --- G6 -------------------------------------------------------------------------------------
 
 
@@ -235,24 +262,16 @@ async def throughput(
     that comes or goes falls on both sides alike; after a warm-up round of each (20 events,
     not counted: connection pools, prepared statements, compiled statement caches)."""
     half = max(events // 2, 1)
-    async with receiver(10.0, port) as rx:
-        services = bench_services(settings)
-        worker = bench_worker(services, rx)
-        org_id = await new_org(services.engine, "Bench Hooks G6")
-        subs = await subscribe(services, org_id, [rx.url(f"/g6/{i}") for i in range(subscriptions)])
-        await worker.start()
-        hangar_s = bare_s = 0.0
-        try:
-            await _dispatcher_round(services, org_id, min(20, half), subscriptions)
-            await _bare_round(rx, subs, min(20, half), concurrency)
-            for side in "ABBA":
-                if side == "A":
-                    hangar_s += await _dispatcher_round(services, org_id, half, subscriptions)
-                else:
-                    bare_s += await _bare_round(rx, subs, half, concurrency)
-        finally:
-            await worker.stop()
-            await services.close()
+    paths = [f"/g6/{i}" for i in range(subscriptions)]
+    hangar_s = bare_s = 0.0
+    async with delivering(settings, port, 10.0, "Bench Hooks G6", paths) as run:
+        await _dispatcher_round(run.services, run.org_id, min(20, half), subscriptions)
+        await _bare_round(run.rx, run.subs, min(20, half), concurrency)
+        for side in "ABBA":
+            if side == "A":
+                hangar_s += await _dispatcher_round(run.services, run.org_id, half, subscriptions)
+            else:
+                bare_s += await _bare_round(run.rx, run.subs, half, concurrency)
     done = 2 * half * subscriptions
     return Throughput(done / hangar_s, done / bare_s, done)
 
@@ -329,30 +348,21 @@ async def _bare_round(
 async def latency(settings: Settings, samples: int, port: int) -> list[float]:
     """Commit of a product action's transaction → its delivery's first byte at the
     receiver, with the dispatcher idle before each; milliseconds."""
-    async with receiver(0.0, port) as rx:
-        services = bench_services(settings)
-        worker = bench_worker(services, rx)
-        org_id = await new_org(services.engine, "Bench Hooks G7")
-        await subscribe(services, org_id, [rx.url("/g7")])
-        await worker.start()
-        committed: dict[int, float] = {}
-        try:
-            await asyncio.sleep(0.5)
-            for seq in range(samples):
-                async with services.engine.begin() as conn:
-                    await record(conn, org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
-                committed[seq] = time.time()
-                # The arrival is timed by the receiver; looking for the end here only keeps
-                # the samples apart. It waits first, and polls slowly: a poll every few ms
-                # would compete for this event loop and the database with the delivery it
-                # is waiting for (it added milliseconds to the claim and the TLS handshake).
-                await asyncio.sleep(0.1)
-                await drained(services.engine, org_id, 5, 0.05)
-                await asyncio.sleep(0.2)  # idle again
-            arrivals = {entry[3]: entry[0] for entry in await rx.log()}
-        finally:
-            await worker.stop()
-            await services.close()
+    committed: dict[int, float] = {}
+    async with delivering(settings, port, 0.0, "Bench Hooks G7", ["/g7"]) as run:
+        await asyncio.sleep(0.5)
+        for seq in range(samples):
+            async with run.services.engine.begin() as conn:
+                await record(conn, run.org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
+            committed[seq] = time.time()
+            # The arrival is timed by the receiver; looking for the end here only keeps
+            # the samples apart. It waits first, and polls slowly: a poll every few ms
+            # would compete for this event loop and the database with the delivery it
+            # is waiting for (it added milliseconds to the claim and the TLS handshake).
+            await asyncio.sleep(0.1)
+            await drained(run.services.engine, run.org_id, 5, 0.05)
+            await asyncio.sleep(0.2)  # idle again
+        arrivals = {entry[3]: entry[0] for entry in await run.rx.log()}
     return [(arrivals[s] - t) * 1000 for s, t in committed.items() if s in arrivals]
 
 
@@ -364,21 +374,12 @@ async def retry_waits(
 ) -> tuple[list[float], list[float]]:
     """Three attempts of each delivery to a receiver that fails the first two: the measured
     gaps between the arrivals of attempts 1 and 2, and of 2 and 3 (seconds)."""
-    async with receiver(0.0, port) as rx:
-        services = bench_services(settings)
-        worker = bench_worker(services, rx)
-        org_id = await new_org(services.engine, "Bench Hooks G8")
-        await subscribe(services, org_id, [rx.url("/g8/fail2")])
-        await worker.start()
-        try:
-            async with services.engine.begin() as conn:
-                for seq in range(deliveries):
-                    await record(conn, org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
-            await drained(services.engine, org_id, limit_s, 0.1)
-            log = await rx.log()
-        finally:
-            await worker.stop()
-            await services.close()
+    async with delivering(settings, port, 0.0, "Bench Hooks G8", ["/g8/fail2"]) as run:
+        async with run.services.engine.begin() as conn:
+            for seq in range(deliveries):
+                await record(conn, run.org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
+        await drained(run.services.engine, run.org_id, limit_s, 0.1)
+        log = await run.rx.log()
     by_delivery: dict[str, list[float]] = {}
     for arrived, _, delivery, _ in log:
         by_delivery.setdefault(delivery, []).append(arrived)

@@ -24,6 +24,7 @@ from tests.fixtures.clients import role_client, signed_in_client
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
+from tests.fixtures.live_server import api_server  # noqa: F401 (tests/client, tests/external)
 
 
 async def _admin(url: str, sql: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,34 +19,17 @@ from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
+from scripts.smoke_installed import build_wheel
 
 from hangar import __version__
 from hangar.app import create_app
 from hangar.kit.services import Services
 
-# What pyproject.toml's build reads: the package, and the files its metadata names.
-SOURCES = ("src", "pyproject.toml", "README.md", "CHANGELOG.md")
-
 
 @pytest.fixture(scope="module")
-def wheel(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree = tmp_path_factory.mktemp("tree")
-    for name in SOURCES:
-        source = repo_root / name
-        if source.is_dir():
-            # symlinks=True: the package's CHANGELOG.md stays a link to the copy's root file.
-            skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-            shutil.copytree(source, tree / name, symlinks=True, ignore=skip)
-        else:
-            shutil.copy2(source, tree / name)
-    out = tmp_path_factory.mktemp("dist")
-    # The PEP 517 hook pip would call, without pip's own start-up and index checks.
-    build = f"from setuptools import build_meta; build_meta.build_wheel({str(out)!r})"
-    subprocess.run(  # noqa: S603 - the build backend on our own sources
-        [sys.executable, "-c", build], cwd=tree, check=True, capture_output=True, timeout=300
-    )
-    (built,) = out.glob("*.whl")
-    return built
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built as the smoke run builds it, so the two cannot drift apart.
+    return build_wheel(tmp_path_factory.mktemp("build"))
 
 
 def package_files(repo_root: Path) -> set[str]:

@@ -8,7 +8,6 @@ import contextlib
 import html
 import io
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,31 +18,22 @@ from hangar.reservations.models import Reservation
 from hangar.web.docs import SNIPPETS
 from hangar_client import Client, Unauthorized
 from tests.fixtures.factories import Org
-from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.live_server import LiveServer
 
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, sender=None, resolver=FakeResolver())
-    live.start()
-    yield live
-    live.stop()
-
-
-async def test_the_sync_client_over_a_socket(server: LiveServer, org: Org, other: Org) -> None:
+async def test_the_sync_client_over_a_socket(api_server: LiveServer, org: Org, other: Org) -> None:
     plane = (await org.add(Aircraft, tail_number="N42SO"))["id"]
     for _ in range(5):
         await org.add(Reservation, aircraft_id=plane)
     await other.add(Reservation)
-    with Client(server.url, org.key) as hangar:
+    with Client(api_server.url, org.key) as hangar:
         walked = list(hangar.reservations(page_size=2))
         assert [r.aircraft_id for r in walked] == [str(plane)] * 5
         assert [a.tail_number for a in hangar.aircraft()] == ["N42SO"]
         assert "BEGIN:VCALENDAR" in hangar.calendar()
-    with Client(server.url, "svc_pk_" + "0" * 43) as wrong, pytest.raises(Unauthorized):
+    with Client(api_server.url, "svc_pk_" + "0" * 43) as wrong, pytest.raises(Unauthorized):
         wrong.members()
 
 
@@ -67,15 +57,15 @@ async def test_docs_show_the_readme_example(client: httpx.AsyncClient) -> None:
     assert "pip install ./clients/python" in page.text
 
 
-async def test_the_readme_example_runs(server: LiveServer, org: Org) -> None:
+async def test_the_readme_example_runs(api_server: LiveServer, org: Org) -> None:
     await org.add(Aircraft, tail_number="N7GR", is_active=False)
-    code = readme_example().replace("http://127.0.0.1:8000", server.url)
+    code = readme_example().replace("http://127.0.0.1:8000", api_server.url)
     code = code.replace("svc_pk_...", org.key)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README's example
     assert "grounded: ['N7GR'] open squawks: 0" in out.getvalue()
-    assert f"subscribe: {server.url}/api/v1/external/reservations.ics?token=" in out.getvalue()
+    assert f"subscribe: {api_server.url}/api/v1/external/reservations.ics?token=" in out.getvalue()
 
 
 def test_the_package_does_not_import_the_server() -> None:

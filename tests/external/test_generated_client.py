@@ -11,7 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,7 +20,6 @@ import httpx
 import pytest
 
 from tests.fixtures.factories import Org, one_of_each
-from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.live_server import LiveServer
 from tests.fixtures.locked_tools import clientgen_venv
 
@@ -40,14 +39,6 @@ LAYOUT = {
 @pytest.fixture(scope="session")
 def generator() -> Path:
     return clientgen_venv()
-
-
-@pytest.fixture
-def live(database_url: str) -> Iterator[LiveServer]:
-    server = LiveServer(database_url, sender=None, resolver=FakeResolver())
-    server.start()
-    yield server
-    server.stop()
 
 
 def _generate(generator: Path, document: Path, out: Path) -> None:
@@ -70,9 +61,9 @@ def _generate(generator: Path, document: Path, out: Path) -> None:
 
 @pytest.fixture
 async def client_package(
-    generator: Path, live: LiveServer, tmp_path: Path
+    generator: Path, api_server: LiveServer, tmp_path: Path
 ) -> AsyncIterator[ModuleType]:
-    async with httpx.AsyncClient(base_url=live.url) as http:
+    async with httpx.AsyncClient(base_url=api_server.url) as http:
         response = await http.get("/api/v1/external/openapi.json")
     assert response.status_code == 200
     document = tmp_path / "openapi.json"
@@ -97,7 +88,7 @@ def _ids(records: Any, field: str = "id") -> list[str]:
 
 
 async def test_a_generated_client_calls_every_operation(
-    client_package: ModuleType, live: LiveServer, org: Org, other: Org
+    client_package: ModuleType, api_server: LiveServer, org: Org, other: Org
 ) -> None:
     mine, theirs = await one_of_each(org), await one_of_each(other)
     api = Path(client_package.__file__ or "").parent / "api"
@@ -106,9 +97,9 @@ async def test_a_generated_client_calls_every_operation(
 
     models = importlib.import_module(f"{PACKAGE}.models")
     keyed = client_package.AuthenticatedClient(
-        base_url=live.url, token=org.key, raise_on_unexpected_status=True
+        base_url=api_server.url, token=org.key, raise_on_unexpected_status=True
     )
-    anonymous = client_package.Client(base_url=live.url, raise_on_unexpected_status=True)
+    anonymous = client_package.Client(base_url=api_server.url, raise_on_unexpected_status=True)
     answers: dict[str, Any] = {}
     async with keyed, anonymous:
         for tag, operation_id in sorted(LAYOUT):

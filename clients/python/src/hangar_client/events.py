@@ -1,5 +1,7 @@
 """Webhook deliveries: the envelope, the `data` of each of the 13 events (and test.ping),
-and `parse_event`. Field lists are the spec's Event catalogue.
+and `parse_event`. Field lists are the spec's Event catalogue; events that open with the
+same fields take them from one private base, as the server's catalogue does (a subclass's
+fields follow its base's, so the spec's order holds).
 
 Verify the signature (`verify_signature`) on the raw bytes before parsing them.
 """
@@ -16,22 +18,22 @@ from hangar_client._decode import decode
 
 
 @dataclass(frozen=True)
-class SquawkCreated:
+class _SquawkData:
     id: str
     aircraft_id: str
     description: str
     severity: str
+
+
+@dataclass(frozen=True)
+class SquawkCreated(_SquawkData):
     is_grounding: bool
     reported_by: str
     created_at: datetime
 
 
 @dataclass(frozen=True)
-class SquawkResolved:
-    id: str
-    aircraft_id: str
-    description: str
-    severity: str
+class SquawkResolved(_SquawkData):
     is_grounding: bool
     resolved_by: str
     resolved_at: datetime
@@ -46,50 +48,43 @@ class SquawkEscalated:
 
 
 @dataclass(frozen=True)
-class ReservationCreated:
-    """reservation.created, and reservation.confirmed (identical payloads)."""
-
+class _ReservationPeople:
     id: str
     aircraft_id: str | None
     pilot_id: str | None
     instructor_id: str | None
+
+
+@dataclass(frozen=True)
+class _ReservationSlot(_ReservationPeople):
     start_time: datetime
     end_time: datetime
     activity_type: str
+
+
+@dataclass(frozen=True)
+class ReservationCreated(_ReservationSlot):
+    """reservation.created, and reservation.confirmed (identical payloads)."""
+
     status: str
     is_backup: bool
 
 
 @dataclass(frozen=True)
-class ReservationCancelled:
-    id: str
-    aircraft_id: str | None
-    pilot_id: str | None
-    instructor_id: str | None
-    start_time: datetime
-    end_time: datetime
-    activity_type: str
+class ReservationCancelled(_ReservationSlot):
     cancellation_reason: str
 
 
 @dataclass(frozen=True)
-class ReservationCheckedIn:
-    id: str
-    aircraft_id: str | None
-    pilot_id: str | None
-    instructor_id: str | None
+class ReservationCheckedIn(_ReservationPeople):
     checked_in_at: datetime
     forced: bool  # the check-in overrode a blocking issue
 
 
 @dataclass(frozen=True)
-class ReservationCompleted:
+class ReservationCompleted(_ReservationPeople):
     """reservation.completed, and flight_session.completed (byte-identical payloads)."""
 
-    id: str
-    aircraft_id: str | None
-    pilot_id: str | None
-    instructor_id: str | None
     checkout_completed_at: datetime
     hobbs_out: float
     hobbs_in: float
@@ -116,21 +111,21 @@ class AircraftReactivated:
 
 
 @dataclass(frozen=True)
-class MelCreated:
+class _MelData:
     id: str
     aircraft_id: str
     item_description: str
     mel_category: Literal["a", "b", "c", "d"]
+
+
+@dataclass(frozen=True)
+class MelCreated(_MelData):
     deferral_date: date
     due_date: date
 
 
 @dataclass(frozen=True)
-class MelExpired:
-    id: str
-    aircraft_id: str
-    item_description: str
-    mel_category: Literal["a", "b", "c", "d"]
+class MelExpired(_MelData):
     due_date: date
     auto_grounded: bool
 
