@@ -101,10 +101,11 @@ def main() -> None:
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
-    from hangar.access_log import log_config
+    from hangar.logs import formats
     from hangar.serving import uvicorn_options
 
-    app = build_app(args.mode, load_settings())
+    settings = load_settings()
+    app = build_app(args.mode, settings)
     if args.mode.startswith("baseline"):
         # The bare baseline runs on uvicorn as it comes (uvloop, httptools) and logs with
         # uvicorn's own configuration: hangar's bounded protocol and its redacting access
@@ -126,7 +127,7 @@ def main() -> None:
         host=args.host,
         port=args.port,
         log_level="info",
-        log_config=log_config(),
+        log_config=formats.config(settings.log_format, "serve"),
         **uvicorn_options(),
     )
 

@@ -7,8 +7,8 @@ import re
 
 import httpx
 import pytest
-import structlog
 
+from hangar.access_log import current_request
 from hangar.app import create_app
 from hangar.kit.services import Services
 from hangar.logs.request_id import MAX_LENGTH
@@ -72,4 +72,4 @@ async def test_the_id_is_bound_only_while_its_request_is_served(
     client: httpx.AsyncClient,
 ) -> None:
     await client.get("/api/health", headers={"X-Request-ID": "done"})
-    assert "request_id" not in structlog.contextvars.get_contextvars()
+    assert current_request.get() is None

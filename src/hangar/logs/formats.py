@@ -135,6 +135,13 @@ def _extras(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     return event
 
 
+def _request_id(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    served = current_request.get()
+    if served is not None:
+        event["request_id"] = served.id
+    return event
+
+
 def _access(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     """An access line's parts, from the arguments uvicorn logs it with (the filter has
     redacted them already)."""
@@ -177,6 +184,7 @@ def json_formatter() -> structlog.stdlib.ProcessorFormatter:
     return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[
             structlog.contextvars.merge_contextvars,
+            _request_id,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,

@@ -10,8 +10,8 @@ A raw ASGI middleware, the outermost layer of the app (hangar.app), so that ever
 the app carries it: errors, BodyLimit's 413s, 404s, 401s, the 500s of unexpected errors.
 Refusals the server makes before the app sees a request (hangar.serving: a request line or
 headers too large, a request too slow to arrive, too many connections) have no request.
-On the read path it costs one pass over the header list, an id, two context variables and
-one header appended.
+On the read path it costs one pass over the header list, an id, one context variable and one
+header appended.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 
-import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hangar.access_log import ServedRequest, current_request
@@ -62,7 +61,8 @@ class RequestId:
             return
         served = ServedRequest(request_id(scope["headers"]), scope["headers"])
         echoed = (HEADER, served.id.encode("ascii"))
-        tokens = structlog.contextvars.bind_contextvars(request_id=served.id)
+        # One context variable: the JSON formatter reads the id from it (hangar.logs.formats),
+        # so no structlog binding is made and undone on every request.
         current = current_request.set(served)
 
         async def send_with_id(message: Message) -> None:
@@ -86,4 +86,3 @@ class RequestId:
         # still under the request's id and scrubbed of its credentials (each request is a
         # task of its own, whose context ends with it).
         current_request.reset(current)
-        structlog.contextvars.reset_contextvars(**tokens)
