@@ -20,7 +20,7 @@ from hangar.webhooks import outbox
 from hangar.webhooks.models import Attempt, Delivery
 from tests.fixtures.browser import TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD
-from tests.fixtures.factories import Org
+from tests.fixtures.factories import Org, make_org
 from tests.fixtures.live_server import LiveServer
 from tests.fixtures.webhooks import subscribe
 
@@ -103,7 +103,7 @@ async def test_every_page_fits_a_390px_phone(
 
     expect.set_options(timeout=TIMEOUT_MS)
     email = "phone-admin@example.org"
-    await org.member("admin", email=email, password=PASSWORD)
+    admin_id = await org.member("admin", email=email, password=PASSWORD)
     await org.member("member", first_name="Maximilian-Alexander", last_name="Featherstonehaugh")
     await org.member("member", status="pending")
     key = await org.key_with("read:aircraft", "read:members", "read:members.full")
@@ -151,6 +151,9 @@ async def test_every_page_fits_a_390px_phone(
                 f"{base}/webhooks/{sub_id}/deliveries",
             ):
                 await visit(path)
+            # Each attempt's request and response, opened: the longest lines of any screen.
+            await page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            await measure(page, "the delivery log, every attempt opened")
 
             # The pages a form leads to: a new key, shown once; a new webhook's secret.
             await page.goto(f"{base}/keys/new")
@@ -171,6 +174,12 @@ async def test_every_page_fits_a_390px_phone(
             await measure(page, "a new webhook's secret")
 
             await visit(f"{base}/keys")  # now with the new key too
+
+            # An admin of two organizations lands on the chooser.
+            second = await make_org(org.engine, "Second flying club")
+            await second.membership_row(admin_id, email, "admin")
+            await visit("/settings")
+            await expect(page.get_by_text("Second flying club")).to_be_visible()
         finally:
             await context.close()
 
