@@ -33,6 +33,7 @@ import httpx
 import orjson
 import pytest
 import trustme
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -67,6 +68,8 @@ BURST = 50  # squawks reported in the burst
 KILL_BURST = 40  # squawks reported while a server and a worker are killed
 CONCURRENCY = 4  # requests in flight at once through nginx
 DELIVERED_S = 60.0
+
+METRICS_TOKEN = "scale-out-metrics-token-0123456789"
 
 
 @dataclass
@@ -121,6 +124,9 @@ async def topology(
             "HANGAR_PUBLIC_URL": base,
             "HANGAR_SERVICE_DOMAIN": "127.0.0.1",
             "HANGAR_REDIS_PREFIX": f"hangar-topology-{uuid.uuid4().hex[:12]}",
+            # The operator's view of the topology: metrics and JSON logs, as deployed.
+            "HANGAR_METRICS_TOKEN": METRICS_TOKEN,
+            "HANGAR_LOG_FORMAT": "json",
         }
     )
     settings = Settings(database_url=database_url, secret_key=SECRET, public_url=base)
@@ -299,12 +305,40 @@ async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process
 
     assert [a.status_code for a in answers] == [200] * PER_MINUTE + [429] * 4
     assert {a.json()["code"] for a in answers[PER_MINUTE:]} == {"RATE_LIMITED"}
+    # Each answer, whichever process gave it, came through nginx with its own request id.
+    assert len({a.headers["x-request-id"] for a in answers}) == len(answers)
     logged = [line.split() for line in topology.access_lines()[seen:]]
     assert len(logged) == PER_MINUTE + 4
     upstreams = {f"127.0.0.1:{port}" for port in topology.server_ports}
     # Both processes answered within the limit, and both refused past it.
     assert {upstream for status, upstream, *_ in logged if status == "200"} == upstreams
     assert {upstream for status, upstream, *_ in logged if status == "429"} == upstreams
+
+
+async def test_the_metrics_through_nginx_count_the_refusals_of_both_servers(
+    topology: Topology,
+) -> None:
+    async with httpx.AsyncClient(
+        base_url=topology.base, verify=topology.client_ssl, timeout=30
+    ) as client:
+        key = await topology.org.key_with("read:aircraft")
+        for _ in range(PER_MINUTE + 2):
+            await client.get(
+                "/api/v1/external/aircraft", headers={"Authorization": f"Bearer {key}"}
+            )
+        refused = await client.get("/metrics")
+        scraped = await client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert refused.status_code == 401
+    assert scraped.status_code == 200
+    families = {f.name: f for f in text_string_to_metric_families(scraped.text)}
+    limited = sum(
+        sample.value
+        for sample in families["hangar_http_refusals"].samples
+        if sample.name.endswith("_total") and sample.labels["code"] == "RATE_LIMITED"
+    )
+    # Whichever server process answers the scrape, it sums both (at least the 2 just refused
+    # and every refusal of the tests before this one in the module).
+    assert limited >= 2
 
 
 async def test_a_burst_of_product_actions_is_delivered_once_per_delivery(
