@@ -15,15 +15,14 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute
 from scripts.smoke_installed import build_wheel
 
 from hangar import __version__
 from hangar.app import create_app
 from hangar.kit.services import Services
+from tests.fixtures.routes import app_routes
 
 
 @pytest.fixture(scope="module")
@@ -132,18 +131,6 @@ def test_the_installed_wheel_migrates_and_serves_its_pages(wheel: Path, tmp_path
     assert result["status"] == dict.fromkeys(PAGES, 200)
 
 
-def get_routes(routes: list[Any], prefix: str = "") -> set[str]:
-    """The path of every GET route, through included routers (new FastAPI nests them)."""
-    found: set[str] = set()
-    for route in routes:
-        if isinstance(route, APIRoute) and "GET" in (route.methods or ()):
-            found.add(prefix + route.path)
-        elif hasattr(route, "original_router"):
-            inner = prefix + route.include_context.prefix
-            found |= get_routes(route.original_router.routes, inner)
-    return found
-
-
 def test_the_ci_smoke_of_the_installed_wheel_requests_every_get_route(
     repo_root: Path, services: Services
 ) -> None:
@@ -156,4 +143,7 @@ def test_the_ci_smoke_of_the_installed_wheel_requests_every_get_route(
         if isinstance(node, ast.Assign)
         and [getattr(target, "id", None) for target in node.targets] == ["GET_ROUTES"]
     ]
-    assert set(listed) == get_routes(create_app(services).routes)
+    get_routes = {
+        path for method, path in app_routes(create_app(services).routes) if method == "GET"
+    }
+    assert set(listed) == get_routes

@@ -19,11 +19,9 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from fastapi.routing import APIRoute
 from sqlalchemy import select
 
 from hangar.app import create_app
@@ -40,6 +38,7 @@ from tests.fixtures.external import API, READS
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.network import free_port
+from tests.fixtures.routes import app_routes
 
 FEED = f"{API}/reservations.ics"
 OPERATIONS = [*READS, FEED]
@@ -318,26 +317,13 @@ async def test_an_attackers_live_session_planted_in_a_browser_stays_the_attacker
 # --- CSRF on every unsafe session route ---------------------------------------------------------
 
 
-def _flat(routes: list[Any], prefix: str = "") -> list[tuple[str, set[str]]]:
-    """(path, methods) of every APIRoute, through included routers (new FastAPI nests them)."""
-    found: list[tuple[str, set[str]]] = []
-    for route in routes:
-        if isinstance(route, APIRoute):
-            found.append((prefix + route.path, set(route.methods)))
-        elif hasattr(route, "original_router"):
-            inner = prefix + route.include_context.prefix
-            found += _flat(route.original_router.routes, inner)
-    return found
-
-
 def unsafe_routes(services: Services) -> list[tuple[str, str]]:
     routes: list[tuple[str, str]] = []
-    for path, methods in _flat(create_app(services).routes):
-        if not path.startswith("/api/"):
+    for method, path in app_routes(create_app(services).routes):
+        if not path.startswith("/api/") or method in ("GET", "HEAD", "OPTIONS"):
             continue
-        for method in sorted(methods - {"GET", "HEAD", "OPTIONS"}):
-            if (method, path) != ("POST", "/api/session"):  # no session yet: throttled
-                routes.append((method, path))
+        if (method, path) != ("POST", "/api/session"):  # no session yet: throttled
+            routes.append((method, path))
     # Signing out with the right token ends the session the test uses: do it last.
     return sorted(routes, key=lambda r: r == ("DELETE", "/api/session"))
 
