@@ -28,7 +28,7 @@ from sqlalchemy import false, func, select
 from starlette.responses import Response
 
 from hangar.kit.errors import NotFound, error_response
-from hangar.kit.routing import services_of
+from hangar.kit.routing import bearer, services_of
 from hangar.kit.services import Services
 from hangar.metrics import DATABASE_ERRORS
 from hangar.webhooks.models import Delivery, Subscription
@@ -46,7 +46,8 @@ async def metrics(request: Request) -> Response:
     token = services.settings.metrics_token
     if not token:
         raise NotFound()
-    if not _bears(request.headers.get("authorization", ""), token):
+    presented = bearer(request)
+    if presented is None or not hmac.compare_digest(presented.encode(), token.encode()):
         response = error_response(
             401, "UNAUTHORIZED", "Metrics need Authorization: Bearer with the metrics token"
         )
@@ -61,13 +62,6 @@ async def metrics(request: Request) -> Response:
     if queue is not None:
         registry.register(queue)
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-
-def _bears(authorization: str, token: str) -> bool:
-    scheme, _, presented = authorization.partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
 class _ThisProcess:

@@ -22,7 +22,7 @@ from hangar.ids import parse_id
 from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.kit.responses import json_response
-from hangar.kit.routing import services_of
+from hangar.kit.routing import bearer, services_of
 from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.models import WorkOrderStatus
@@ -82,14 +82,6 @@ _LIMITS = (
 _QUERY_KEY = "calendarToken"
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization")
-    if not header:
-        return None
-    scheme, _, value = header.partition(" ")
-    return value.strip() or None if scheme.lower() == "bearer" else None
-
-
 @dataclass(frozen=True)
 class Caller:
     """The authenticated caller of a request, and the request's one read connection (its key
@@ -129,7 +121,7 @@ class KeyedRoute(APIRoute):
 
         async def keyed(request: Request) -> Response:
             authenticator: KeyAuthenticator = request.app.state.keys
-            raw = request.query_params.get("token") if from_query else _bearer(request)
+            raw = request.query_params.get("token") if from_query else bearer(request)
             authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
             services = services_of(request)
             async with read_connection(services.engine) as conn:

@@ -57,6 +57,16 @@ async def transaction(services: ServicesDep) -> AsyncIterator[AsyncConnection]:
 Tx = Annotated[AsyncConnection, Depends(transaction, scope="function")]
 
 
+def bearer(request: Request) -> str | None:
+    """The credential of `Authorization: Bearer <credential>` (scheme case-insensitive), or
+    None: the public API's keys and the metrics token are both presented so."""
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
 def path_id(text: str, what: str | None = None) -> uuid.UUID:
     """An id from the path; one that cannot be ours is as unknown as one of another org
     (`NotFound(what)`; without `what`, only "Not found")."""
