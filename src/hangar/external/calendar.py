@@ -7,6 +7,7 @@ TEXT values are escaped. Tests read the output back with the `icalendar` parser.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import uuid
@@ -111,5 +112,10 @@ def validators(changes: Changes | None, org_id: uuid.UUID, domain: str) -> Valid
     time of the request, differs between two answers the tag calls the same."""
     if changes is None:
         return None
-    shape = hashlib.sha256(f"{org_id}|{__version__}|{domain}".encode()).hexdigest()[:16]
-    return Validators(f'W/"{changes["version"]}-{shape}"', changes["changed_at"])
+    return Validators(f'W/"{changes["version"]}-{_shape(org_id, domain)}"', changes["changed_at"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape(org_id: uuid.UUID, domain: str) -> str:
+    # Fixed for an organization in a release: hashed once per organization, not per poll.
+    return hashlib.sha256(f"{org_id}|{__version__}|{domain}".encode()).hexdigest()[:16]

@@ -20,11 +20,17 @@ class Validators:
     etag: str  # a weak entity tag, quoted: W/"..."
     changed_at: datetime  # aware, UTC
 
+    def _second(self) -> datetime:
+        return self.changed_at.astimezone(UTC).replace(microsecond=0)
+
+    def _dated(self, now: datetime) -> bool:
+        """Whether Last-Modified is sent: once the second of the last change has passed."""
+        return self._second() < now.astimezone(UTC).replace(microsecond=0)
+
     def headers(self, now: datetime) -> dict[str, str]:
         found = {"etag": self.etag}
-        changed = self.changed_at.replace(microsecond=0)
-        if changed < now.astimezone(UTC).replace(microsecond=0):
-            found["last-modified"] = format_datetime(changed.astimezone(UTC), usegmt=True)
+        if self._dated(now):
+            found["last-modified"] = format_datetime(self._second(), usegmt=True)
         return found
 
     def not_modified(self, request_headers: Mapping[str, str], now: datetime) -> bool:
@@ -35,9 +41,7 @@ class Validators:
         if if_none_match is not None:
             return _matches(if_none_match, self.etag)
         since = _http_date(request_headers.get("if-modified-since"))
-        if since is None or "last-modified" not in self.headers(now):
-            return False
-        return self.changed_at.replace(microsecond=0) <= since
+        return since is not None and self._dated(now) and self._second() <= since
 
 
 def _opaque(tag: str) -> str:
