@@ -5,7 +5,6 @@ Revises:
 Create Date: 2026-11-22 07:43:22.232252
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,8 +12,6 @@ from alembic import op
 
 revision: str = "0001"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -9,7 +9,6 @@ Revision ID: 0005
 Revises: 0004
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,8 +16,6 @@ from alembic import op
 
 revision: str = "0005"
 down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 CONTACT = ("first_name", "last_name", "phone")
 
@@ -63,24 +60,25 @@ def _table(name: str, *columns: str) -> sa.TableClause:
     return sa.table(name, *(sa.column(c) for c in (*columns, *CONTACT)))
 
 
+def _copy_contact(target: sa.TableClause, source: sa.Select[Any]) -> None:
+    """Set each contact column of every `target` row from the row `source` picks for it.
+
+    A correlated subquery per column: plain SQL that SQLite and PostgreSQL both run.
+    """
+    values = {
+        name: _or_blank(
+            name, source.with_only_columns(source.selected_columns[name]).scalar_subquery()
+        )
+        for name in CONTACT
+    }
+    op.execute(target.update().values(values))
+
+
 def upgrade() -> None:
     _add_contact_columns("memberships")
     users = _table("users", "id")
     memberships = _table("memberships", "user_id")
-    # A correlated subquery per column: plain SQL that SQLite and PostgreSQL both run.
-    op.execute(
-        memberships.update().values(
-            {
-                name: _or_blank(
-                    name,
-                    sa.select(users.c[name])
-                    .where(users.c.id == memberships.c.user_id)
-                    .scalar_subquery(),
-                )
-                for name in CONTACT
-            }
-        )
-    )
+    _copy_contact(memberships, sa.select(users).where(users.c.id == memberships.c.user_id))
     _drop_server_defaults("memberships")
     _drop_contact_columns("users")
 
@@ -122,22 +120,12 @@ def downgrade() -> None:
         sa.column("joined_at"),
         *(sa.column(c) for c in CONTACT),
     )
-    op.execute(
-        users.update().values(
-            {
-                name: _or_blank(
-                    name,
-                    sa.select(memberships.c[name])
-                    .where(memberships.c.user_id == users.c.id)
-                    .order_by(
-                        memberships.c.joined_at.is_(None), memberships.c.joined_at, memberships.c.id
-                    )
-                    .limit(1)
-                    .scalar_subquery(),
-                )
-                for name in CONTACT
-            }
-        )
+    _copy_contact(
+        users,
+        sa.select(memberships)
+        .where(memberships.c.user_id == users.c.id)
+        .order_by(memberships.c.joined_at.is_(None), memberships.c.joined_at, memberships.c.id)
+        .limit(1),
     )
     _drop_server_defaults("users")
     _drop_contact_columns("memberships")

@@ -12,15 +12,12 @@ Revision ID: 0006
 Revises: 0005
 """
 
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
 down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 EMAIL = sa.String(length=320)
 INDEX = "ix_memberships_org_id_email"

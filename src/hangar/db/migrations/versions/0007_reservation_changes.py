@@ -9,15 +9,12 @@ Revision ID: 0007
 Revises: 0006
 """
 
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
 down_revision: str | None = "0006"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 organizations = sa.table("organizations", sa.column("id", sa.Uuid()))
 

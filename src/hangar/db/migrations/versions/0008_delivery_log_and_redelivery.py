@@ -10,15 +10,12 @@ Revision ID: 0008
 Revises: 0007
 """
 
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0008"
 down_revision: str | None = "0007"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 ATTEMPT_COLUMNS = (
     sa.Column("outcome", sa.String(length=40), nullable=True),
