@@ -35,7 +35,8 @@ def _differences(connection: Connection) -> list[Any]:
     context = MigrationContext.configure(
         connection, opts={"compare_type": True, "compare_server_default": True}
     )
-    return compare_metadata(context, Base.metadata)
+    differences: list[Any] = compare_metadata(context, Base.metadata)
+    return differences
 
 
 def _index_name(difference: Any) -> str | None:
