@@ -174,6 +174,7 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
 
 
 def revocation_env(database_url: str) -> dict[str, str]:
+    """The two servers' settings: this run's database, and its Redis when it has one."""
     env = {
         **os.environ,
         "HANGAR_DATABASE_URL": database_url,
