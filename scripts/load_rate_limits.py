@@ -17,22 +17,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import socket
 import statistics
 import sys
 import time
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
 
-import asyncpg
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from scripts.scratch import scratch_database, two_servers  # noqa: E402
 
 from hangar.clock import SystemClock  # noqa: E402
 from hangar.db.engine import make_engine  # noqa: E402
@@ -47,13 +45,6 @@ GUARD = 0.3  # seconds kept quiet either side of a minute boundary
 EXTRA_AFTER_429 = 3  # refused requests sent back to back; then one a second to the minute's end
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 def seconds_into_minute() -> float:
     return time.time() % 60
 
@@ -63,14 +54,6 @@ async def sleep_until_next_minute(offset: float = GUARD) -> int:
     target = (int(now // 60) + 1) * 60 + offset
     await asyncio.sleep(target - now)
     return int(target // 60)
-
-
-async def admin(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 async def prepare(database_url: str) -> tuple[str, list[str]]:
@@ -91,37 +74,6 @@ async def prepare(database_url: str) -> tuple[str, list[str]]:
     finally:
         await engine.dispose()
     return str(org_id), keys
-
-
-async def start_servers(env: dict[str, str], log: Path) -> tuple[list[Any], list[str]]:
-    hangar = str(Path(sys.executable).parent / "hangar")
-    ports = [free_port(), free_port()]
-    procs = [
-        await asyncio.create_subprocess_exec(
-            hangar,
-            "serve",
-            "--no-worker",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log.open("ab"),
-        )
-        for port in ports
-    ]
-    bases = [f"http://127.0.0.1:{port}" for port in ports]
-    async with httpx.AsyncClient(timeout=5) as probe:
-        for base in bases:
-            for _ in range(600):
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await probe.get(f"{base}/api/health")).status_code == 200:
-                        break
-                await asyncio.sleep(0.1)
-            else:
-                raise SystemExit(f"{base} did not come up; see {log}")
-    return procs, bases
 
 
 async def drive_key(
@@ -160,13 +112,7 @@ async def drive_key(
 
 
 async def run(args: argparse.Namespace) -> int:
-    base_url, _, _ = args.database_url.rpartition("/")
-    name = f"hangar_load_{uuid.uuid4().hex[:10]}"
-    await admin(args.database_url, f'CREATE DATABASE "{name}"')
-    database_url = f"{base_url}/{name}"
-    log = Path(args.log)
-    procs: list[Any] = []
-    try:
+    async with scratch_database(args.database_url, "hangar_load") as database_url:
         _, keys = await prepare(database_url)
         env = {
             **os.environ,
@@ -175,30 +121,22 @@ async def run(args: argparse.Namespace) -> int:
             "HANGAR_REDIS_PREFIX": f"hangar-load-{uuid.uuid4().hex[:8]}",
             "HANGAR_SECRET_KEY": "load-test-secret-" + "x" * 32,
         }
-        procs, bases = await start_servers(env, log)
-        print(f"two servers up: {bases}; {KEYS} keys; waiting for the top of the minute")
-        first = await sleep_until_next_minute()
-        minutes = [first + i for i in range(args.minutes)]
-        results: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
-        latencies: list[float] = []
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-        started = time.monotonic()
-        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-            await asyncio.gather(
-                *(
-                    drive_key(key, bases, client, minutes, results, latencies, i)
-                    for i, key in enumerate(keys)
+        async with two_servers(env, Path(args.log)) as bases:
+            print(f"two servers up: {bases}; {KEYS} keys; waiting for the top of the minute")
+            first = await sleep_until_next_minute()
+            minutes = [first + i for i in range(args.minutes)]
+            results: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+            latencies: list[float] = []
+            limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+            started = time.monotonic()
+            async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+                await asyncio.gather(
+                    *(
+                        drive_key(key, bases, client, minutes, results, latencies, i)
+                        for i, key in enumerate(keys)
+                    )
                 )
-            )
-        elapsed = time.monotonic() - started
-    finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.terminate()
-        for proc in procs:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 10)
-        await admin(args.database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            elapsed = time.monotonic() - started
 
     total: Counter[int] = Counter()
     wrong: list[str] = []

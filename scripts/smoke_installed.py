@@ -375,6 +375,10 @@ class Browser:
         parser.feed(self.get(path).decode("utf-8", "replace"))
         return parser.fields
 
+    def post_back(self, path: str, served: dict[str, list[str]], **fields: list[str]) -> None:
+        """Posts the form `served` (form_of `path`) back: its CSRF token and `fields`."""
+        self.request(path, form={"csrf_token": served["csrf_token"], **fields})
+
     def crawl(self) -> None:
         """Every same-origin link of every page seen so far, and of the pages they lead to."""
         done = {key.split(" ", 1)[1] for key in self.seen if key.startswith("GET ")}
@@ -427,35 +431,17 @@ def exercise(base: str, made: Fixture, version: str) -> Browser:
 
     # Sign in through the form, as a person does; the session cookie does the rest.
     login = browser.form_of("/login")
-    browser.request(
-        "/login",
-        form={
-            "csrf_token": login["csrf_token"],
-            "next": ["/settings"],
-            "email": [EMAIL],
-            "password": [PASSWORD],
-        },
-    )
+    browser.post_back("/login", login, next=["/settings"], email=[EMAIL], password=[PASSWORD])
     # The two forms whose answers are pages of their own (a key, a secret shown once).
     settings = f"/settings/{made.org_id}"
-    new_key = browser.form_of(f"{settings}/keys/new")
-    browser.request(
-        f"{settings}/keys/new",
-        form={
-            "csrf_token": new_key["csrf_token"],
-            "name": ["smoke form"],
-            "scopes": ["read:aircraft"],
-        },
+    key_form = browser.form_of(f"{settings}/keys/new")
+    browser.post_back(
+        f"{settings}/keys/new", key_form, name=["smoke form"], scopes=["read:aircraft"]
     )
-    new_hook = browser.form_of(f"{settings}/webhooks/new")
-    browser.request(
-        f"{settings}/webhooks/new",
-        form={
-            "csrf_token": new_hook["csrf_token"],
-            "name": ["smoke"],
-            "url": [WEBHOOK_URL],
-            "events": new_hook["events"][-1:],
-        },
+    hook_form = browser.form_of(f"{settings}/webhooks/new")
+    last_event = hook_form["events"][-1:]
+    browser.post_back(
+        f"{settings}/webhooks/new", hook_form, name=["smoke"], url=[WEBHOOK_URL], events=last_event
     )
     subs = json.loads(browser.get(f"/api/orgs/{made.org_id}/webhooks"))
     listed = subs["data"] if isinstance(subs, dict) else subs

@@ -7,10 +7,10 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 from redis.asyncio import Redis
+from scripts.scratch import scratch_database
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
@@ -27,14 +27,6 @@ from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.live_server import api_server  # noqa: F401 (tests/client, tests/external)
 
 
-async def _admin(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(scope="session")
 async def database_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """A fresh database for this run, migrated to head by the real migrations."""
@@ -43,15 +35,9 @@ async def database_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
         await upgrade_async(url)
         yield url
         return
-    name = f"hangar_test_{uuid.uuid4().hex[:12]}"
-    base, _, _ = PG_URL.rpartition("/")
-    await _admin(PG_URL, f'CREATE DATABASE "{name}"')
-    url = f"{base}/{name}"
-    try:
+    async with scratch_database(PG_URL, "hangar_test") as url:
         await upgrade_async(url)
         yield url
-    finally:
-        await _admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -60,13 +46,8 @@ async def blank_database_url(tmp_path: Path) -> AsyncIterator[str]:
     if not PG_URL:
         yield f"sqlite:///{tmp_path / 'blank.db'}"
         return
-    name = f"hangar_blank_{uuid.uuid4().hex[:12]}"
-    base, _, _ = PG_URL.rpartition("/")
-    await _admin(PG_URL, f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{base}/{name}"
-    finally:
-        await _admin(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with scratch_database(PG_URL, "hangar_blank") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

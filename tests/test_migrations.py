@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import make_engine
@@ -66,6 +69,24 @@ RECORDS = sa.table(
 )
 
 
+@asynccontextmanager
+async def at_revision(url: str, revision: str = "head") -> AsyncIterator[AsyncEngine]:
+    """The database of `url` migrated up to `revision`, and an engine on it (disposed after)."""
+    await upgrade_async(url, revision)
+    engine = make_engine(url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def _account(
+    user: uuid.UUID, email: str | None, password_hash: str | None = None
+) -> dict[str, Any]:
+    """An account as 0005 and 0006 have it (no names: they are the memberships')."""
+    return {"id": user, "email": email, "password_hash": password_hash, "created_at": T}
+
+
 def _membership(org: uuid.UUID, user: uuid.UUID, role: uuid.UUID, **values: Any) -> dict[str, Any]:
     row = {
         "id": new_id(),
@@ -84,12 +105,10 @@ async def test_0005_copies_each_accounts_names_to_its_memberships_and_keeps_them
     blank_database_url: str,
 ) -> None:
     url = blank_database_url
-    await upgrade_async(url, "0004")
     one, two = new_id(), new_id()
     roles = {(org, name): new_id() for org in (one, two) for name in ("admin", "member")}
     alice, bob, carol = new_id(), new_id(), new_id()
-    engine = make_engine(url)
-    try:
+    async with at_revision(url, "0004") as engine:
         async with engine.begin() as conn:
             await conn.execute(
                 sa.insert(ORGS),
@@ -138,8 +157,6 @@ async def test_0005_copies_each_accounts_names_to_its_memberships_and_keeps_them
                 lambda c: {col["name"] for col in sa.inspect(c).get_columns("users")}
             )
             invitations = await conn.scalar(sa.text("SELECT count(*) FROM invitations"))
-    finally:
-        await engine.dispose()
 
     found = {
         (uuid.UUID(str(r.org_id)), uuid.UUID(str(r.user_id))): (
@@ -166,19 +183,14 @@ async def test_0005_copies_each_accounts_names_to_its_memberships_and_keeps_them
 
 async def test_0005_downgrades_back_to_one_record_per_account(blank_database_url: str) -> None:
     url = blank_database_url
-    await upgrade_async(url, "0005")
     org, role, user, lonely = new_id(), new_id(), new_id(), new_id()
-    engine = make_engine(url)
-    try:
+    async with at_revision(url, "0005") as engine:
         async with engine.begin() as conn:
             await conn.execute(sa.insert(ORGS).values(id=org, name="Org", created_at=T))
             await conn.execute(sa.insert(ROLES).values(id=role, org_id=org, name="member"))
             await conn.execute(
                 sa.insert(ACCOUNTS),
-                [
-                    {"id": who, "email": email, "password_hash": None, "created_at": T}
-                    for who, email in ((user, "kept@example.org"), (lonely, "lonely@example.org"))
-                ],
+                [_account(user, "kept@example.org"), _account(lonely, "lonely@example.org")],
             )
             await conn.execute(
                 sa.insert(RECORDS).values(
@@ -191,8 +203,6 @@ async def test_0005_downgrades_back_to_one_record_per_account(blank_database_url
         async with engine.connect() as conn:
             rows = await conn.execute(sa.text("SELECT email, first_name FROM users"))
             names = {row.email: row.first_name for row in rows}
-    finally:
-        await engine.dispose()
     assert names == {"kept@example.org": "Kept", "lonely@example.org": ""}
 
 
@@ -218,38 +228,32 @@ def _record(
     return {**_membership(org, user, role, **values), **dict.fromkeys(CONTACT, "N"), "email": email}
 
 
-async def _two_orgs_with_a_member_role(conn: Any, roles: dict[uuid.UUID, uuid.UUID]) -> None:
-    """The organizations named by `roles`' keys, each with the `member` role its value names."""
+async def _two_orgs_with_a_member_role(conn: Any) -> dict[uuid.UUID, uuid.UUID]:
+    """Two new organizations, each with a `member` role: {organization id: its role's id}."""
+    roles = {new_id(): new_id() for _ in range(2)}
     await conn.execute(
         sa.insert(ORGS), [{"id": o, "name": f"Org {o}", "created_at": T} for o in roles]
     )
     await conn.execute(
         sa.insert(ROLES), [{"id": i, "org_id": o, "name": "member"} for o, i in roles.items()]
     )
+    return roles
 
 
 async def test_0006_gives_every_membership_and_invitation_its_email(
     blank_database_url: str,
 ) -> None:
     url = blank_database_url
-    await upgrade_async(url, "0005")
-    one, two = new_id(), new_id()
-    roles = {org: new_id() for org in (one, two)}
     alice, bob = new_id(), new_id()
     bobs_invited = new_id()
-    engine = make_engine(url)
-    try:
+    async with at_revision(url, "0005") as engine:
         async with engine.begin() as conn:
-            await _two_orgs_with_a_member_role(conn, roles)
+            roles = await _two_orgs_with_a_member_role(conn)
+            one, two = roles
             await conn.execute(
                 sa.insert(ACCOUNTS),
-                [
-                    {"id": alice, "email": "alice@example.org", "password_hash": "h",
-                     "created_at": T},
-                    {"id": bob, "email": "bob@example.org", "password_hash": None,
-                     "created_at": T},
-                ],
-            )  # fmt: skip
+                [_account(alice, "alice@example.org", "h"), _account(bob, "bob@example.org")],
+            )
             await conn.execute(
                 sa.insert(RECORDS),
                 [
@@ -302,20 +306,13 @@ async def test_0006_gives_every_membership_and_invitation_its_email(
         async with engine.begin() as conn:
             await conn.execute(
                 sa.insert(ACCOUNTS),
-                [
-                    {"id": new_id(), "email": None, "password_hash": None, "created_at": T}
-                    for _ in range(2)
-                ],
+                [_account(new_id(), None) for _ in range(2)],
             )
         with pytest.raises(sa.exc.IntegrityError):
             async with engine.begin() as conn:
                 await conn.execute(
-                    sa.insert(ACCOUNTS).values(
-                        id=new_id(), email="alice@example.org", password_hash=None, created_at=T
-                    )
+                    sa.insert(ACCOUNTS).values(**_account(new_id(), "alice@example.org"))
                 )
-    finally:
-        await engine.dispose()
 
     assert emails == {
         (one, alice): "alice@example.org",
@@ -331,26 +328,19 @@ async def test_0006_downgrades_placeholders_to_the_accounts_of_their_emails(
     blank_database_url: str,
 ) -> None:
     url = blank_database_url
-    await upgrade_async(url)
-    one, two = new_id(), new_id()
-    roles = {org: new_id() for org in (one, two)}
     account, for_account = new_id(), new_id()
     first_new, second_new = sorted([new_id(), new_id()])  # ids made in one millisecond
-    engine = make_engine(url)
-    try:
+    async with at_revision(url) as engine:
         async with engine.begin() as conn:
-            await _two_orgs_with_a_member_role(conn, roles)
+            roles = await _two_orgs_with_a_member_role(conn)
+            one, two = roles
             await conn.execute(
                 sa.insert(ACCOUNTS),
                 [
-                    {"id": account, "email": "has@example.org", "password_hash": "h",
-                     "created_at": T},
-                    *(
-                        {"id": p, "email": None, "password_hash": None, "created_at": T}
-                        for p in (for_account, first_new, second_new)
-                    ),
+                    _account(account, "has@example.org", "h"),
+                    *(_account(p, None) for p in (for_account, first_new, second_new)),
                 ],
-            )  # fmt: skip
+            )
             pending = {"status": "pending", "joined_at": None}
             await conn.execute(
                 sa.insert(MEMBERS_0006),
@@ -375,8 +365,6 @@ async def test_0006_downgrades_placeholders_to_the_accounts_of_their_emails(
                     sa.text("SELECT org_id, user_id, status FROM memberships")
                 )
             }
-    finally:
-        await engine.dispose()
 
     # The first new-email placeholder (by id) became the account; the rest moved to accounts.
     assert users == {account: "has@example.org", first_new: "new@example.org"}
@@ -395,9 +383,7 @@ async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
     unchanged, the delivery's current series begins at its first attempt, and the way back
     drops only what 0008 added."""
     url = blank_database_url
-    await upgrade_async(url, "0007")
     org, sub, event, delivery = new_id(), new_id(), new_id(), new_id()
-    engine = make_engine(url)
 
     def table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
         return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
@@ -439,7 +425,7 @@ async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
              "status_code": 503},
         ),
     ]  # fmt: skip
-    try:
+    async with at_revision(url, "0007") as engine:
         async with engine.begin() as conn:
             for target, values in rows:
                 await conn.execute(sa.insert(target).values(**values))
@@ -469,5 +455,3 @@ async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
             assert "response_body" in columns
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
             assert "webhook_redeliveries" not in tables
-    finally:
-        await engine.dispose()

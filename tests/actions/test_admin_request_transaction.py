@@ -54,14 +54,10 @@ async def state_of(engine: AsyncEngine, sub_id: uuid.UUID) -> tuple[int, int]:
 
 
 async def test_a_key_request_that_fails_after_the_action_keeps_no_key(
-    admin: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
     body = {"name": "half made", "scopes": ["read:aircraft"]}
-    with monkeypatch.context() as patched:
+    with pytest.MonkeyPatch.context() as patched:
         patched.setattr(key_routes, "json_response", explode)
         assert_internal_error(await admin.post(url(org, "api-keys"), json=body))
     assert await keys_named(services.engine, org, "half made") == 0
@@ -69,7 +65,7 @@ async def test_a_key_request_that_fails_after_the_action_keeps_no_key(
     async with signed_in_as(services, org.admin_id) as browser:
         csrf = await page_csrf(browser, f"/settings/{org.id}/keys/new")
         form = {"csrf_token": csrf, "name": "half shown", "scopes": "read:aircraft"}
-        with monkeypatch.context() as patched:
+        with pytest.MonkeyPatch.context() as patched:
             patched.setattr(key_screens, "_shown_once", explode)
             failed = await browser.post(f"/settings/{org.id}/keys/new", data=form)
         assert_internal_error(failed)
@@ -82,22 +78,18 @@ async def test_a_key_request_that_fails_after_the_action_keeps_no_key(
 
 
 async def test_a_test_delivery_and_its_counter_reset_roll_back_with_the_request(
-    admin: httpx.AsyncClient,
-    services: Services,
-    org: Org,
-    other: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
     sub_id = await subscribe(services, org, HOOK, enabled=False, consecutive_failures=5)
     theirs = await subscribe(services, other, HOOK)
-    with monkeypatch.context() as patched:
+    with pytest.MonkeyPatch.context() as patched:
         patched.setattr(webhook_routes, "json_response", explode)
         assert_internal_error(await admin.post(url(org, f"webhooks/{sub_id}/test")))
     assert await state_of(services.engine, sub_id) == (5, 0)
 
     async with signed_in_as(services, org.admin_id) as browser:
         csrf = await page_csrf(browser, f"/settings/{org.id}/webhooks")
-        with monkeypatch.context() as patched:
+        with pytest.MonkeyPatch.context() as patched:
             patched.setattr(webhook_screens, "redirect", explode)
             failed = await browser.post(
                 f"/settings/{org.id}/webhooks/{sub_id}/test", data={"csrf_token": csrf}

@@ -55,18 +55,14 @@ async def test_each_matching_enabled_subscription_gets_one_delivery_per_event(
 
 
 async def test_a_failure_while_recording_rolls_the_change_back(
-    admin: httpx.AsyncClient,
-    client: httpx.AsyncClient,
-    engine: AsyncEngine,
-    org: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, engine: AsyncEngine, org: Org
 ) -> None:
     sub = await subscribe(org, ["*"])
 
     async def broken(*_: Any) -> None:
         raise RuntimeError("the outbox is down")
 
-    with monkeypatch.context() as patched:
+    with pytest.MonkeyPatch.context() as patched:
         patched.setattr(outbox, "record", broken)
         failed = await admin.post(url(org, "reservations"), json=SLOT)
     assert failed.status_code == 500

@@ -37,11 +37,7 @@ async def reservations_of(engine: AsyncEngine, org: Org) -> int:
 
 
 async def test_a_failed_commit_is_answered_503_and_keeps_nothing(
-    admin: httpx.AsyncClient,
-    client: httpx.AsyncClient,
-    engine: AsyncEngine,
-    org: Org,
-    monkeypatch: pytest.MonkeyPatch,
+    admin: httpx.AsyncClient, client: httpx.AsyncClient, engine: AsyncEngine, org: Org
 ) -> None:
     create = commands.create
 
@@ -56,7 +52,7 @@ async def test_a_failed_commit_is_answered_503_and_keeps_nothing(
         event.listen(conn.sync_connection, "commit", refuse_commit)
         return created
 
-    with monkeypatch.context() as patched:
+    with pytest.MonkeyPatch.context() as patched:
         patched.setattr(commands, "create", create_then_fail_at_commit)
         failed = await admin.post(url(org, "reservations"), json=SLOT)
 

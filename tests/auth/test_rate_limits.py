@@ -39,10 +39,14 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def subject_of(org: Org, key: str) -> str:
+async def spend_of_the_hour(
+    limiter: RateLimiter, org: Org, key: str, now: datetime, uses: int
+) -> None:
+    """`uses` of `key`'s hour at `now`, counted straight into the limiter, none refused."""
     async with org.engine.connect() as conn:
         key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(key)))
-    return f"key:{key_id}"
+    for _ in range(uses):
+        assert await limiter.hit(f"key:{key_id}", (HOUR,), now) is None
 
 
 def assert_429(response: httpx.Response, label: str) -> None:
@@ -90,10 +94,8 @@ async def test_the_1001st_request_of_an_hour_is_429_until_the_top_of_the_next(
     client: httpx.AsyncClient, org: Org, clock: FakeClock, limiter: RateLimiter
 ) -> None:
     key = await org.key_with("read:aircraft")
-    subject = await subject_of(org, key)
     clock.set(at(10, 30, 0))
-    for _ in range(999):  # the hour's first 999 uses, counted straight into the limiter
-        assert await limiter.hit(subject, (HOUR,), clock.now()) is None
+    await spend_of_the_hour(limiter, org, key, clock.now(), 999)  # the hour's first 999 uses
 
     assert (await client.get(AIRCRAFT, headers=bearer(key))).status_code == 200
     assert_429(await client.get(AIRCRAFT, headers=bearer(key)), "1000/hour")
@@ -108,14 +110,12 @@ async def test_requests_refused_by_the_minute_limit_do_not_spend_the_hour(
     client: httpx.AsyncClient, org: Org, clock: FakeClock, limiter: RateLimiter
 ) -> None:
     key = await org.key_with("read:aircraft")
-    subject = await subject_of(org, key)
     clock.set(at(10, 0, 10))
     assert await burst(client, key, 60) == [200] * 60
     assert await burst(client, key, 40) == [429] * 40  # refused: not counted
 
     clock.set(at(10, 1, 0))
-    for _ in range(1000 - 60 - 1):
-        assert await limiter.hit(subject, (HOUR,), clock.now()) is None
+    await spend_of_the_hour(limiter, org, key, clock.now(), 1000 - 60 - 1)
     assert (await client.get(AIRCRAFT, headers=bearer(key))).status_code == 200
     assert_429(await client.get(AIRCRAFT, headers=bearer(key)), "1000/hour")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import httpx
@@ -34,6 +35,18 @@ async def role_id(org: Org, name: str) -> str:
     async with org.engine.connect() as conn:
         found = await conn.scalar(select(Role.id).where(Role.org_id == org.id, Role.name == name))
     return str(found)
+
+
+async def changed_member(org: Org, role: str, **row: object) -> uuid.UUID:
+    """A membership of `org`, then its row changed to what the app does not make itself."""
+    user = await org.member(role)
+    async with org.engine.begin() as conn:
+        await conn.execute(
+            update(Membership)
+            .where(Membership.org_id == org.id, Membership.user_id == user)
+            .values(**row)
+        )
+    return user
 
 
 async def test_without_full_the_contact_keys_are_absent(
@@ -111,15 +124,9 @@ async def test_full_alone_is_refused_and_members_alone_hides_contacts(
 async def test_soft_deleted_memberships_and_other_orgs_are_absent(
     client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    gone = await org.member("member")
+    await changed_member(org, "member", deleted_at=T0 + timedelta(days=1))
     stays = await org.member("mechanic")
     theirs = await other.member("member")
-    async with org.engine.begin() as conn:
-        await conn.execute(
-            update(Membership)
-            .where(Membership.org_id == org.id, Membership.user_id == gone)
-            .values(deleted_at=T0 + timedelta(days=1))
-        )
 
     by_user = await members(client, org.key)
 
@@ -144,21 +151,10 @@ async def test_a_person_in_two_orgs_shows_each_orgs_membership(
 async def test_status_values_and_a_membership_without_a_role(
     client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
-    inactive = await org.member("member")
-    pending = await org.member("member")
-    roleless = await org.member("member")
+    inactive = await changed_member(org, "member", status="inactive")
+    pending = await changed_member(org, "member", status="pending", joined_at=None)
+    roleless = await changed_member(org, "member", role_id=None)
     await other.member("member")
-    async with org.engine.begin() as conn:
-        for user, values in (
-            (inactive, {"status": "inactive"}),
-            (pending, {"status": "pending", "joined_at": None}),
-            (roleless, {"role_id": None}),
-        ):
-            await conn.execute(
-                update(Membership)
-                .where(Membership.org_id == org.id, Membership.user_id == user)
-                .values(**values)
-            )
 
     by_user = await members(client, await org.key_with("read:members", "read:members.full"))
 

@@ -8,20 +8,18 @@ process, a rotation window to the second, CSRF on sign-out and webhooks, ten fai
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
 import statistics
-import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from scripts.scratch import two_servers
 from sqlalchemy import select
 
 from hangar.app import create_app
@@ -37,7 +35,6 @@ from tests.fixtures.environment import PASSWORD, PG_URL, REDIS_URL, SECRET
 from tests.fixtures.external import API, READS
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.network import free_port
 from tests.fixtures.routes import app_routes
 
 FEED = f"{API}/reservations.ics"
@@ -176,8 +173,8 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
 # --- revocation across two server processes sharing PostgreSQL ----------------------------
 
 
-@contextlib.asynccontextmanager
-async def two_servers(database_url: str, repo_root: Path, log: Path) -> AsyncIterator[list[str]]:
+def revocation_env(database_url: str) -> dict[str, str]:
+    """The two servers' settings: this run's database, and its Redis when it has one."""
     env = {
         **os.environ,
         "HANGAR_DATABASE_URL": database_url,
@@ -187,49 +184,11 @@ async def two_servers(database_url: str, repo_root: Path, log: Path) -> AsyncIte
     }
     if REDIS_URL:
         env["HANGAR_REDIS_URL"] = REDIS_URL
-    ports = [free_port(), free_port()]
-    procs = [
-        await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).parent / "hangar"),
-            "serve",
-            "--no-worker",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            cwd=repo_root,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log.open("ab"),
-        )
-        for port in ports
-    ]
-    bases = [f"http://127.0.0.1:{port}" for port in ports]
-    try:
-        async with httpx.AsyncClient(timeout=5) as probe:
-            for base in bases:
-                for _ in range(300):
-                    with contextlib.suppress(httpx.HTTPError):
-                        if (await probe.get(f"{base}/api/health")).status_code == 200:
-                            break
-                    await asyncio.sleep(0.1)
-                else:
-                    pytest.fail(f"hangar serve on {base} did not come up; see {log}")
-        yield bases
-    finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+    return env
 
 
 async def test_revocation_is_immediate_across_two_server_processes(
-    services: Services, org: Org, database_url: str, repo_root: Path, tmp_path: Path
+    services: Services, org: Org, database_url: str, tmp_path: Path
 ) -> None:
     if not PG_URL:
         pytest.skip("needs PostgreSQL (HANGAR_TEST_DATABASE_URL): two processes share it")
@@ -239,7 +198,7 @@ async def test_revocation_is_immediate_across_two_server_processes(
     async with org.engine.connect() as conn:
         key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(victim)))
     async with (
-        two_servers(database_url, repo_root, tmp_path / "serve.log") as (first, second),
+        two_servers(revocation_env(database_url), tmp_path / "serve.log") as (first, second),
         httpx.AsyncClient(base_url=first, timeout=10) as a,
         httpx.AsyncClient(base_url=second, timeout=10) as b,
     ):
