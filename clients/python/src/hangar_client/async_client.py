@@ -8,7 +8,7 @@ import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
@@ -19,10 +19,10 @@ from hangar_client.models import (
     MaintenanceLog,
     Member,
     Reservation,
+    ReservationFilters,
     ReservationPage,
-    ReservationStatus,
     Squawk,
-    SquawkStatus,
+    SquawkFilters,
     WorkOrder,
     WorkOrderStatus,
 )
@@ -92,52 +92,19 @@ class AsyncClient:
                 return value
 
     async def reservations_page(
-        self,
-        *,
-        limit: int = 100,
-        after: str | None = None,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, limit: int = 100, after: str | None = None, **filters: Unpack[ReservationFilters]
     ) -> ReservationPage:
         """One page, newest start time first; pass `next_cursor` back as `after` with the
         same filters."""
-        return await self._call(
-            ops.reservations_page(
-                limit=limit,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
-        )
+        return await self._call(ops.reservations_page(limit=limit, after=after, **filters))
 
     async def reservations(
-        self,
-        *,
-        page_size: int = 100,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, page_size: int = 100, **filters: Unpack[ReservationFilters]
     ) -> AsyncIterator[Reservation]:
         """Every matching reservation, following `next_cursor` page by page."""
         after: str | None = None
         while True:
-            page = await self.reservations_page(
-                limit=page_size,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
+            page = await self.reservations_page(limit=page_size, after=after, **filters)
             for item in page.items:
                 yield item
             if page.next_cursor is None:
@@ -147,17 +114,9 @@ class AsyncClient:
     async def aircraft(self) -> list[Aircraft]:
         return await self._call(ops.aircraft())
 
-    async def squawks(
-        self,
-        *,
-        status: SquawkStatus | None = None,
-        aircraft_id: str | None = None,
-        is_grounding: bool | None = None,
-    ) -> list[Squawk]:
+    async def squawks(self, **filters: Unpack[SquawkFilters]) -> list[Squawk]:
         """The 500 most recent matching squawks, newest first."""
-        return await self._call(
-            ops.squawks(status=status, aircraft_id=aircraft_id, is_grounding=is_grounding)
-        )
+        return await self._call(ops.squawks(**filters))
 
     async def members(self) -> list[Member]:
         return await self._call(ops.members())
