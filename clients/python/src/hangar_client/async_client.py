@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import TypeVar, Unpack
 
 import httpx
 
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep
+from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
@@ -31,10 +31,6 @@ from hangar_client.policy import RetryPolicy
 T = TypeVar("T")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class AsyncClient:
     """hangar's public API with one organization's key.
 
@@ -50,7 +46,7 @@ class AsyncClient:
         policy: RetryPolicy | None = None,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:

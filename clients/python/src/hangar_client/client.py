@@ -5,14 +5,14 @@ from __future__ import annotations
 import random as _random
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import TypeVar, Unpack
 
 import httpx
 
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep
+from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
@@ -30,10 +30,6 @@ from hangar_client.policy import RetryPolicy
 T = TypeVar("T")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Client:
     """hangar's public API with one organization's key.
 
@@ -49,7 +45,7 @@ class Client:
         policy: RetryPolicy | None = None,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:
