@@ -1,5 +1,6 @@
 """The calendar helper's URL fetched from hangar, and the client's models held to the live
-OpenAPI document's schemas: a field added, renamed, retyped or made nullable fails here."""
+OpenAPI document's schemas (and the filters to its query parameters): a field added, renamed,
+retyped or made nullable fails here."""
 
 from __future__ import annotations
 
@@ -124,3 +125,23 @@ async def test_the_models_match_the_live_openapi_schemas(client: httpx.AsyncClie
         schema = schemas[name]
         assert props == {k: published(v) for k, v in schema["properties"].items()}, name
         assert required == set(schema.get("required", [])), name
+
+
+# Each filtered operation and the TypedDict of its filters (the client methods' `**filters`),
+# with the query parameters that are not filters.
+FILTERS: dict[str, tuple[Any, set[str]]] = {
+    "/api/v1/external/reservations": (models.ReservationFilters, {"limit", "after"}),
+    "/api/v1/external/squawks": (models.SquawkFilters, set()),
+}
+
+
+async def test_the_filters_match_the_live_openapi_parameters(client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/v1/external/openapi.json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path, (filters, paging) in FILTERS.items():
+        parameters = {p["name"]: p for p in paths[path]["get"]["parameters"]}
+        assert all(p["in"] == "query" and not p.get("required") for p in parameters.values())
+        assert set(parameters) == set(filters.__optional_keys__) | paging, path
+        for name, hint in typing.get_type_hints(filters).items():
+            assert described(hint) == published(parameters[name]["schema"]), (path, name)

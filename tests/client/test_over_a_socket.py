@@ -15,6 +15,7 @@ import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.reservations.models import Reservation
+from hangar.squawks.models import Squawk
 from hangar.web.docs import SNIPPETS
 from hangar_client import Client, Unauthorized
 from tests.fixtures.factories import Org
@@ -27,11 +28,15 @@ async def test_the_sync_client_over_a_socket(api_server: LiveServer, org: Org, o
     plane = (await org.add(Aircraft, tail_number="N42SO"))["id"]
     for _ in range(5):
         await org.add(Reservation, aircraft_id=plane)
+    await org.add(Squawk, aircraft_id=plane)
     await other.add(Reservation)
     with Client(api_server.url, org.key) as hangar:
         walked = list(hangar.reservations(page_size=2))
         assert [r.aircraft_id for r in walked] == [str(plane)] * 5
+        assert list(hangar.reservations(page_size=2, status="standby")) == []
         assert [a.tail_number for a in hangar.aircraft()] == ["N42SO"]
+        assert [s.aircraft_id for s in hangar.squawks(aircraft_id=str(plane))] == [str(plane)]
+        assert hangar.squawks(is_grounding=True) == []
         assert "BEGIN:VCALENDAR" in hangar.calendar()
     with Client(api_server.url, "svc_pk_" + "0" * 43) as wrong, pytest.raises(Unauthorized):
         wrong.members()

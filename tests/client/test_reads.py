@@ -131,6 +131,20 @@ async def test_filters_reach_the_api(api: AsyncClient, org: Org, other: Org) -> 
         await api.reservations_page(start_after=datetime(2026, 5, 1))
 
 
+async def test_a_misspelt_filter_is_refused_before_sending(
+    api: AsyncClient, harness: Harness
+) -> None:
+    """The filters are `**filters` (one TypedDict): a name it does not declare raises
+    TypeError, as an unknown keyword argument does, instead of silently not filtering."""
+    with pytest.raises(TypeError, match="'aircraft'"):
+        await api.reservations_page(aircraft="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'state'"):
+        [r async for r in api.reservations(state="standby")]  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'grounding'"):
+        await api.squawks(grounding=True)  # type: ignore[call-arg]
+    assert harness.transport.sent == []
+
+
 async def test_errors_raise_with_the_api_code(harness: Harness, org: Org) -> None:
     async with harness.client("svc_pk_" + "x" * 43) as wrong:
         with pytest.raises(Unauthorized) as refused:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 import httpx
@@ -72,6 +72,11 @@ class Core:
             if wait is None:
                 raise error
             yield Sleep(wait)
+
+
+def utc_now() -> datetime:
+    """Both clients' default clock."""
+    return datetime.now(UTC)
 
 
 def _json_or_none(response: httpx.Response) -> object:

@@ -3,9 +3,9 @@ both clients."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
@@ -17,16 +17,25 @@ from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
     Member,
+    ReservationFilters,
     ReservationPage,
-    ReservationStatus,
     Squawk,
-    SquawkStatus,
+    SquawkFilters,
     WorkOrder,
     WorkOrderStatus,
 )
 
 API = "/api/v1/external"
 T = TypeVar("T")
+
+
+def _refuse_unknown(filters: Mapping[str, object], names: frozenset[str]) -> None:
+    """The TypeError a misspelt keyword argument gets: `**filters` takes any name at run
+    time, and sending it on would silently not filter."""
+    unknown = sorted(filters.keys() - names)
+    if unknown:
+        known = ", ".join(sorted(names))
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r} (the filters: {known})")
 
 
 def _query(**values: str | bool | datetime | int | None) -> dict[str, str]:
@@ -58,24 +67,10 @@ def _list(model: type[T]) -> Callable[[httpx.Response], list[T]]:
 
 
 def reservations_page(
-    *,
-    limit: int,
-    after: str | None,
-    aircraft_id: str | None,
-    pilot_id: str | None,
-    status: ReservationStatus | None,
-    start_after: datetime | None,
-    start_before: datetime | None,
+    *, limit: int, after: str | None, **filters: Unpack[ReservationFilters]
 ) -> Call[ReservationPage]:
-    params = _query(
-        limit=limit,
-        after=after,
-        aircraft_id=aircraft_id,
-        pilot_id=pilot_id,
-        status=status,
-        start_after=start_after,
-        start_before=start_before,
-    )
+    _refuse_unknown(filters, ReservationFilters.__optional_keys__)
+    params = _query(limit=limit, after=after, **filters)
     return Call(f"{API}/reservations", lambda r: ReservationPage.from_json(r.json()), params)
 
 
@@ -83,10 +78,9 @@ def aircraft() -> Call[list[Aircraft]]:
     return Call(f"{API}/aircraft", _list(Aircraft))
 
 
-def squawks(
-    *, status: SquawkStatus | None, aircraft_id: str | None, is_grounding: bool | None
-) -> Call[list[Squawk]]:
-    params = _query(status=status, aircraft_id=aircraft_id, is_grounding=is_grounding)
+def squawks(**filters: Unpack[SquawkFilters]) -> Call[list[Squawk]]:
+    _refuse_unknown(filters, SquawkFilters.__optional_keys__)
+    params = _query(**filters)
     return Call(f"{API}/squawks", _list(Squawk), params)
 
 

@@ -6,33 +6,29 @@ from __future__ import annotations
 import asyncio
 import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep
+from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
     Member,
     Reservation,
+    ReservationFilters,
     ReservationPage,
-    ReservationStatus,
     Squawk,
-    SquawkStatus,
+    SquawkFilters,
     WorkOrder,
     WorkOrderStatus,
 )
 from hangar_client.policy import RetryPolicy
 
 T = TypeVar("T")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class AsyncClient:
@@ -50,7 +46,7 @@ class AsyncClient:
         policy: RetryPolicy | None = None,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:
@@ -92,52 +88,19 @@ class AsyncClient:
                 return value
 
     async def reservations_page(
-        self,
-        *,
-        limit: int = 100,
-        after: str | None = None,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, limit: int = 100, after: str | None = None, **filters: Unpack[ReservationFilters]
     ) -> ReservationPage:
         """One page, newest start time first; pass `next_cursor` back as `after` with the
         same filters."""
-        return await self._call(
-            ops.reservations_page(
-                limit=limit,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
-        )
+        return await self._call(ops.reservations_page(limit=limit, after=after, **filters))
 
     async def reservations(
-        self,
-        *,
-        page_size: int = 100,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, page_size: int = 100, **filters: Unpack[ReservationFilters]
     ) -> AsyncIterator[Reservation]:
         """Every matching reservation, following `next_cursor` page by page."""
         after: str | None = None
         while True:
-            page = await self.reservations_page(
-                limit=page_size,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
+            page = await self.reservations_page(limit=page_size, after=after, **filters)
             for item in page.items:
                 yield item
             if page.next_cursor is None:
@@ -147,17 +110,9 @@ class AsyncClient:
     async def aircraft(self) -> list[Aircraft]:
         return await self._call(ops.aircraft())
 
-    async def squawks(
-        self,
-        *,
-        status: SquawkStatus | None = None,
-        aircraft_id: str | None = None,
-        is_grounding: bool | None = None,
-    ) -> list[Squawk]:
+    async def squawks(self, **filters: Unpack[SquawkFilters]) -> list[Squawk]:
         """The 500 most recent matching squawks, newest first."""
-        return await self._call(
-            ops.squawks(status=status, aircraft_id=aircraft_id, is_grounding=is_grounding)
-        )
+        return await self._call(ops.squawks(**filters))
 
     async def members(self) -> list[Member]:
         return await self._call(ops.members())

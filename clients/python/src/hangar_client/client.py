@@ -5,33 +5,29 @@ from __future__ import annotations
 import random as _random
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep
+from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
     Member,
     Reservation,
+    ReservationFilters,
     ReservationPage,
-    ReservationStatus,
     Squawk,
-    SquawkStatus,
+    SquawkFilters,
     WorkOrder,
     WorkOrderStatus,
 )
 from hangar_client.policy import RetryPolicy
 
 T = TypeVar("T")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Client:
@@ -49,7 +45,7 @@ class Client:
         policy: RetryPolicy | None = None,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
-        now: Callable[[], datetime] = _utc_now,
+        now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:
@@ -89,52 +85,19 @@ class Client:
                 return value
 
     def reservations_page(
-        self,
-        *,
-        limit: int = 100,
-        after: str | None = None,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, limit: int = 100, after: str | None = None, **filters: Unpack[ReservationFilters]
     ) -> ReservationPage:
         """One page, newest start time first; pass `next_cursor` back as `after` with the
         same filters."""
-        return self._call(
-            ops.reservations_page(
-                limit=limit,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
-        )
+        return self._call(ops.reservations_page(limit=limit, after=after, **filters))
 
     def reservations(
-        self,
-        *,
-        page_size: int = 100,
-        aircraft_id: str | None = None,
-        pilot_id: str | None = None,
-        status: ReservationStatus | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
+        self, *, page_size: int = 100, **filters: Unpack[ReservationFilters]
     ) -> Iterator[Reservation]:
         """Every matching reservation, following `next_cursor` page by page."""
         after: str | None = None
         while True:
-            page = self.reservations_page(
-                limit=page_size,
-                after=after,
-                aircraft_id=aircraft_id,
-                pilot_id=pilot_id,
-                status=status,
-                start_after=start_after,
-                start_before=start_before,
-            )
+            page = self.reservations_page(limit=page_size, after=after, **filters)
             yield from page.items
             if page.next_cursor is None:
                 return
@@ -143,17 +106,9 @@ class Client:
     def aircraft(self) -> list[Aircraft]:
         return self._call(ops.aircraft())
 
-    def squawks(
-        self,
-        *,
-        status: SquawkStatus | None = None,
-        aircraft_id: str | None = None,
-        is_grounding: bool | None = None,
-    ) -> list[Squawk]:
+    def squawks(self, **filters: Unpack[SquawkFilters]) -> list[Squawk]:
         """The 500 most recent matching squawks, newest first."""
-        return self._call(
-            ops.squawks(status=status, aircraft_id=aircraft_id, is_grounding=is_grounding)
-        )
+        return self._call(ops.squawks(**filters))
 
     def members(self) -> list[Member]:
         return self._call(ops.members())

@@ -4,13 +4,16 @@ Ids are `str`: the spec promises strings and no format. Timestamps are timezone-
 `datetime` (UTC), date-only fields `date`. Status-like fields are typed with the documented
 values (`Literal`) but hold whatever string arrives, so a value added later does not crash.
 Unknown keys are ignored.
+
+The filters of the listing operations are TypedDicts, declared once for the operation and both
+clients' `**filters` (and held to the OpenAPI document's query parameters like the models).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from hangar_client import _wire
 from hangar_client._decode import OFF_WIRE, decode
@@ -21,6 +24,26 @@ Severity = Literal["minor", "major", "grounding"]
 SquawkStatus = Literal["open", "in_progress", "resolved", "deferred"]
 MaintenanceEventType = Literal["100hr", "annual", "oil_change", "ad", "other"]
 WorkOrderStatus = Literal["open", "in_progress", "completed", "cancelled"]
+
+
+class ReservationFilters(TypedDict, total=False):
+    """The filters of `reservations_page` and `reservations`, as keyword arguments; one left
+    out (or None) does not filter."""
+
+    aircraft_id: str | None
+    pilot_id: str | None
+    status: ReservationStatus | None
+    start_after: datetime | None
+    start_before: datetime | None
+
+
+class SquawkFilters(TypedDict, total=False):
+    """The filters of `squawks`, as keyword arguments; one left out (or None) does not
+    filter."""
+
+    status: SquawkStatus | None
+    aircraft_id: str | None
+    is_grounding: bool | None
 
 
 @dataclass(frozen=True)
