@@ -118,5 +118,5 @@ async def fire_test(
 
 
 # Redeliver: a finished delivery queued again, same id and event (10 per hour). The delivery
-# log's own action, taken as it stands.
+# log's action itself: there is nothing for this layer to add.
 redeliver = delivery_log.redeliver
