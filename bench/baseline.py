@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from hangar.http_limits import send_json
 from hangar.kit import cursor
 from hangar.kit.ratelimit import API_LIMITS, Limit, RateLimiter
 from hangar.kit.responses import dumps
@@ -304,17 +305,7 @@ class Baseline:
             status, body = 200, await self._route(scope)
         except _Refused as exc:
             status, body = exc.status, orjson.dumps({"detail": exc.detail, "code": exc.code})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, status, body)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.config import Settings
 from hangar.ids import new_id
 from hangar.kit.resolver import IPAddress
+from hangar.kit.rows import insert_new
 from hangar.kit.services import Services
 from hangar.orgs.commands import create_org
 from hangar.process import Worker
@@ -167,21 +168,19 @@ async def subscribe(
     async with services.engine.begin() as conn:
         for url in urls:
             secret = new_secret()
-            sub_id = new_id()
-            await conn.execute(
-                insert(Subscription).values(
-                    id=sub_id,
-                    org_id=org_id,
-                    name="bench",
-                    url=url,
-                    events=["*"],
-                    secret_encrypted=services.secret_box.seal(secret),
-                    secret_prefix=secret[:8],
-                    enabled=True,
-                    consecutive_failures=0,
-                    created_at=now,
-                    updated_at=now,
-                )
+            sub_id = await insert_new(
+                conn,
+                Subscription,
+                org_id=org_id,
+                name="bench",
+                url=url,
+                events=["*"],
+                secret_encrypted=services.secret_box.seal(secret),
+                secret_prefix=secret[:8],
+                enabled=True,
+                consecutive_failures=0,
+                created_at=now,
+                updated_at=now,
             )
             made.append((sub_id, secret))
     return made

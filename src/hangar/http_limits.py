@@ -184,7 +184,7 @@ class BodyLimit:
         cap = body_cap(scope["path"])
         declared = _content_length(scope["headers"])
         if declared is not None and declared > cap:
-            await _send_413(send, cap)
+            await send_json(send, 413, _too_large(cap), close=True)
             return
 
         received = 0
@@ -217,7 +217,7 @@ class BodyLimit:
             if not refused:
                 raise
         if refused and not started:
-            await _send_413(send, cap)
+            await send_json(send, 413, _too_large(cap), close=True)
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
@@ -230,17 +230,13 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
     return None
 
 
-async def _send_413(send: Send, cap: int) -> None:
-    body = _too_large(cap)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
+async def send_json(
+    send: Callable[[Any], Awaitable[None]], status: int, body: bytes, *, close: bool = False
+) -> None:
+    """Answers `status` with the JSON `body` through ASGI `send` (this module's, or uvicorn's,
+    which types its messages); `close` asks for the connection to be closed after it."""
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -32,7 +32,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, NamedTuple, TypedDict
 
 import httptools
 import uvicorn
@@ -50,6 +50,7 @@ from hangar.http_limits import (
     MAX_URL_BYTES,
     ServerLimits,
     error_bytes,
+    send_json,
 )
 
 log = logging.getLogger("uvicorn.error")
@@ -66,24 +67,31 @@ BUSY = error_bytes(
 )
 
 
+class _Refusal(NamedTuple):
+    """The answer to a request refused for its size: `_refuse`'s status, code and detail."""
+
+    status: int
+    code: str
+    detail: str
+
+
+_URL_TOO_LONG = _Refusal(
+    414, "URI_TOO_LONG", f"The request target is longer than {MAX_URL_BYTES:,} bytes"
+)
+_HEAD_TOO_LARGE = _Refusal(
+    431,
+    "REQUEST_HEADERS_TOO_LARGE",
+    f"The request line and headers are larger than {MAX_HEAD_BYTES:,} bytes",
+)
+
+
 class _Refused(Exception):
     """Raised from a parser callback to stop parsing a request that has been refused."""
 
 
 async def _busy(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
     """uvicorn's answer past `limit_concurrency`, in hangar's error shape."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(BUSY)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": BUSY, "more_body": False})
+    await send_json(send, 503, BUSY, close=True)
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
@@ -150,12 +158,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             # it (the next one began somewhere in it): that tail is left uncounted, so at
             # most one read's worth is ever parsed beyond a limit.
             if len(self.url) > MAX_URL_BYTES:
-                self._refuse_url_too_long()
+                self._refuse(*_URL_TOO_LONG, current=False)
                 return
             if not self._message_ended:
                 self._unfinished_head += len(data)
                 if self._unfinished_head > MAX_HEAD_BYTES:
-                    self._refuse_head_too_large()
+                    self._refuse(*_HEAD_TOO_LARGE, current=False)
                     return
             if self._deadline is None:
                 self._arm(self.limits.head_timeout_s)
@@ -175,14 +183,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._deadline is not None:
             self._disarm()
         if len(self.url) > MAX_URL_BYTES:
-            self._refuse_url_too_long()
+            self._refuse(*_URL_TOO_LONG, current=False)
             raise _Refused
         # The head is at most what the reads that held it brought: only a read that could
         # hold more than the limit needs the head counted, header by header.
         if self._unfinished_head + self._read > MAX_HEAD_BYTES and self._head_size() > (
             MAX_HEAD_BYTES
         ):
-            self._refuse_head_too_large()
+            self._refuse(*_HEAD_TOO_LARGE, current=False)
             raise _Refused
         super().on_headers_complete()
 
@@ -240,22 +248,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             # Connected and sent nothing: there is no request to answer.
             self._refused = True
             self.transport.close()
-
-    def _refuse_url_too_long(self) -> None:
-        self._refuse(
-            414,
-            "URI_TOO_LONG",
-            f"The request target is longer than {MAX_URL_BYTES:,} bytes",
-            current=False,
-        )
-
-    def _refuse_head_too_large(self) -> None:
-        self._refuse(
-            431,
-            "REQUEST_HEADERS_TOO_LARGE",
-            f"The request line and headers are larger than {MAX_HEAD_BYTES:,} bytes",
-            current=False,
-        )
 
     def _refuse(self, status: int, code: str, detail: str, *, current: bool) -> None:
         """Answers `status` and closes, or, when a response is already under way on this

@@ -7,13 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.key_format import SCOPES, generate_key
 from hangar.auth.models import ApiKey
-from hangar.ids import new_id
 from hangar.kit.errors import Unprocessable, invalid
+from hangar.kit.rows import insert_new
 
 
 @dataclass(frozen=True)
@@ -52,17 +51,15 @@ async def issue_key(
     if not name:
         raise invalid("name", "an API key needs a name")
     new = generate_key()
-    key_id = new_id()
-    await conn.execute(
-        insert(ApiKey).values(
-            id=key_id,
-            org_id=org_id,
-            name=name,
-            key_hash=new.key_hash,
-            prefix=new.prefix,
-            scopes=granted,
-            created_at=now,
-            created_by=created_by,
-        )
+    key_id = await insert_new(
+        conn,
+        ApiKey,
+        org_id=org_id,
+        name=name,
+        key_hash=new.key_hash,
+        prefix=new.prefix,
+        scopes=granted,
+        created_at=now,
+        created_by=created_by,
     )
     return IssuedKey(id=key_id, key=new.key, prefix=new.prefix, scopes=granted)

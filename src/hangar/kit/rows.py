@@ -50,6 +50,13 @@ async def inserted(conn: AsyncConnection, stmt: Insert) -> Record:
     return row
 
 
+async def insert_new(conn: AsyncConnection, model: type[Base], **values: Any) -> uuid.UUID:
+    """Inserts one row of `model`, `values` under a new id; returns the id."""
+    row_id = new_id()
+    await conn.execute(insert(model).values(id=row_id, **values))
+    return row_id
+
+
 async def created(
     conn: AsyncConnection,
     model: type[Base],

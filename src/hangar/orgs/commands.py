@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, invalid
+from hangar.kit.rows import insert_new
 from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
 
 
@@ -19,8 +20,7 @@ async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UU
     name = name.strip()
     if not name:
         raise invalid("name", "an organization needs a name")
-    org_id = new_id()
-    await conn.execute(insert(Organization).values(id=org_id, name=name, created_at=now))
+    org_id = await insert_new(conn, Organization, name=name, created_at=now)
     await conn.execute(
         insert(Role), [{"id": new_id(), "org_id": org_id, "name": role} for role in ROLE_NAMES]
     )

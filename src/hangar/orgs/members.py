@@ -22,10 +22,10 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
-from hangar.ids import new_id, new_id_at
+from hangar.ids import new_id_at
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
-from hangar.kit.rows import moved
+from hangar.kit.rows import insert_new, moved
 from hangar.orgs import invitations
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import refuse_if_member
@@ -116,21 +116,19 @@ async def add_member(
             )
         )
     joined_at = now if status == "active" else None
-    membership_id = new_id()
-    await conn.execute(
-        insert(Membership).values(
-            id=membership_id,
-            org_id=org_id,
-            user_id=user_id,
-            role_id=role_id,
-            status=status,
-            is_discovery=is_discovery,
-            joined_at=joined_at,
-            email=email,
-            first_name=person.first_name,
-            last_name=person.last_name,
-            phone=person.phone,
-        )
+    membership_id = await insert_new(
+        conn,
+        Membership,
+        org_id=org_id,
+        user_id=user_id,
+        role_id=role_id,
+        status=status,
+        is_discovery=is_discovery,
+        joined_at=joined_at,
+        email=email,
+        first_name=person.first_name,
+        last_name=person.last_name,
+        phone=person.phone,
     )
     return NewMember(
         user_id=user_id,

@@ -8,8 +8,9 @@ every move out of another status is a 409. Callers own the transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from sqlalchemy import Update, func, select, update
@@ -108,6 +109,21 @@ def _not_checked_in(reservation_id: uuid.UUID) -> Update:
 _CHECKED_IN_MEANWHILE = "The reservation was checked in or closed meanwhile"
 
 
+async def _announced(
+    conn: AsyncConnection,
+    actor: Actor,
+    row: Record,
+    names: list[str],
+    data: Mapping[str, Any],
+    now: datetime,
+) -> ReservationRow:
+    """After a move: its events `names` recorded with `data`, the change counted for the
+    calendar feed, and the row as the API answers it."""
+    await outbox.record(conn, actor.org_id, names, data, now)
+    await count_change(conn, actor.org_id, now)
+    return public(row, ReservationRow)
+
+
 async def create(
     conn: AsyncConnection, actor: Actor, body: NewReservationBody, now: datetime
 ) -> ReservationRow:
@@ -125,9 +141,7 @@ async def create(
     names = [catalogue.RESERVATION_CREATED]
     if row["status"] == "confirmed":
         names.append(catalogue.RESERVATION_CONFIRMED)
-    await outbox.record(conn, actor.org_id, names, catalogue.reservation_created(row), now)
-    await count_change(conn, actor.org_id, now)
-    return public(row, ReservationRow)
+    return await _announced(conn, actor, row, names, catalogue.reservation_created(row), now)
 
 
 async def cancel(
@@ -140,9 +154,7 @@ async def cancel(
         _CLOSED_MEANWHILE,
     )
     data = catalogue.reservation_cancelled(row)
-    await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CANCELLED], data, now)
-    await count_change(conn, actor.org_id, now)
-    return public(row, ReservationRow)
+    return await _announced(conn, actor, row, [catalogue.RESERVATION_CANCELLED], data, now)
 
 
 async def _blocking_issues(
@@ -194,9 +206,7 @@ async def check_in(
         conn, _not_checked_in(reservation_id).values(checked_in_at=now), _CHECKED_IN_MEANWHILE
     )
     data = catalogue.reservation_checked_in(row, forced=bool(issues))
-    await outbox.record(conn, actor.org_id, [catalogue.RESERVATION_CHECKED_IN], data, now)
-    await count_change(conn, actor.org_id, now)
-    return public(row, ReservationRow)
+    return await _announced(conn, actor, row, [catalogue.RESERVATION_CHECKED_IN], data, now)
 
 
 async def checkout(
@@ -224,9 +234,7 @@ async def checkout(
             .values(hobbs_current=body.hobbs_in)
         )
     names = [catalogue.RESERVATION_COMPLETED, catalogue.FLIGHT_SESSION_COMPLETED]
-    await outbox.record(conn, actor.org_id, names, catalogue.reservation_completed(row), now)
-    await count_change(conn, actor.org_id, now)
-    return public(row, ReservationRow)
+    return await _announced(conn, actor, row, names, catalogue.reservation_completed(row), now)
 
 
 async def set_status(

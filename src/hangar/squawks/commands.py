@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.fleet.models import Aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict
-from hangar.kit.rows import created, locked, moved, public, referenced
+from hangar.kit.rows import Record, created, locked, moved, public, referenced
 from hangar.orgs.access import Actor
 from hangar.squawks.models import Severity, Squawk
 from hangar.squawks.schemas import SquawkRow
@@ -37,6 +37,16 @@ def _unresolved(squawk_id: uuid.UUID) -> Update:
     return update(Squawk).where(Squawk.id == squawk_id, Squawk.status != "resolved")
 
 
+async def _locked_unresolved(
+    conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, refusal: str
+) -> Record:
+    """The squawk, locked, or 404; a resolved one is final: 409 with `refusal`."""
+    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
+    if current["status"] == "resolved":
+        raise Conflict(refusal)
+    return current
+
+
 async def report(
     conn: AsyncConnection, actor: Actor, body: NewSquawkBody, now: datetime
 ) -> SquawkRow:
@@ -55,9 +65,9 @@ async def report(
 async def set_status(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, body: StatusBody, now: datetime
 ) -> SquawkRow:
-    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
-    if current["status"] in ("resolved", body.status):
-        raise Conflict(f"The squawk is already {current['status']}")
+    current = await _locked_unresolved(conn, actor, squawk_id, "The squawk is already resolved")
+    if current["status"] == body.status:
+        raise Conflict(f"The squawk is already {body.status}")
     row = await moved(
         conn,
         _unresolved(squawk_id).where(Squawk.status != body.status).values(status=body.status),
@@ -69,9 +79,7 @@ async def set_status(
 async def resolve(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
 ) -> SquawkRow:
-    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
-    if current["status"] == "resolved":
-        raise Conflict("The squawk is already resolved")
+    await _locked_unresolved(conn, actor, squawk_id, "The squawk is already resolved")
     row = await moved(
         conn,
         _unresolved(squawk_id).values(
@@ -88,9 +96,9 @@ async def escalate(
     conn: AsyncConnection, actor: Actor, squawk_id: uuid.UUID, now: datetime
 ) -> SquawkRow:
     """Severity becomes grounding (status unchanged); a no-op escalation is a 409."""
-    current = await locked(conn, Squawk, actor.org_id, squawk_id, "squawk")
-    if current["status"] == "resolved":
-        raise Conflict("A resolved squawk cannot be escalated")
+    current = await _locked_unresolved(
+        conn, actor, squawk_id, "A resolved squawk cannot be escalated"
+    )
     if current["severity"] == "grounding":
         raise Conflict("The squawk is already grounding")
     row = await moved(

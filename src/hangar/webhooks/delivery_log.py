@@ -18,13 +18,14 @@ import uuid
 from datetime import datetime
 from typing import Any, TypedDict
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
-from hangar.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, RateLimited
-from hangar.kit.ratelimit import Limit, RateLimiter
+from hangar.kit.ratelimit import Limit
+from hangar.kit.rows import insert_new
+from hangar.kit.services import Services
 from hangar.webhooks import outbox
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.explain import explain
@@ -200,7 +201,7 @@ def _attempt_view(
 
 async def redeliver(
     conn: AsyncConnection,
-    limiter: RateLimiter,
+    services: Services,
     org_id: uuid.UUID,
     sub_id: uuid.UUID,
     delivery_id: uuid.UUID,
@@ -235,7 +236,7 @@ async def redeliver(
             f"this one is {row.status}.",
             "DELIVERY_NOT_FINISHED",
         )
-    refused = await limiter.hit(f"redeliver:{sub_id}", REDELIVERY_LIMITS, now)
+    refused = await services.limiter.hit(f"redeliver:{sub_id}", REDELIVERY_LIMITS, now)
     if refused is not None:
         raise RateLimited(f"Redeliver limit reached: {refused.label}")
     await conn.execute(
@@ -243,15 +244,13 @@ async def redeliver(
         .where(Delivery.id == delivery_id)
         .values(**_new_series(row.attempts_made, now))
     )
-    redelivery_id = new_id()
-    await conn.execute(
-        insert(Redelivery).values(
-            id=redelivery_id,
-            delivery_id=delivery_id,
-            requested_by=user_id,
-            requested_at=now,
-            first_attempt=row.attempts_made + 1,
-        )
+    redelivery_id = await insert_new(
+        conn,
+        Redelivery,
+        delivery_id=delivery_id,
+        requested_by=user_id,
+        requested_at=now,
+        first_attempt=row.attempts_made + 1,
     )
     await outbox.wake_dispatchers(conn)
     return redelivery_id

@@ -92,7 +92,8 @@ def _due(now: Any) -> Any:
 
 def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
     """The claimed `deliveries` (a table or CTE of delivery rows) with their URL, secret and
-    event data: one read for the whole batch, not one per attempt."""
+    event data: one read for the whole batch, not one per attempt. Each column is named as
+    the field of `Claimed` it fills."""
     return (
         select(
             deliveries.c.id,
@@ -104,9 +105,9 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
             Subscription.url,
             Subscription.secret_encrypted,
             Subscription.enabled,
-            Subscription.deleted_at.is_not(None),
+            Subscription.deleted_at.is_not(None).label("deleted"),
             Event.data,
-            Event.created_at,
+            Event.created_at.label("event_at"),
         )
         .select_from(deliveries)
         .join(Event, Event.id == deliveries.c.event_id)
@@ -300,24 +301,7 @@ class Dispatcher:
                 if not ids:
                     return []
                 rows = (await conn.execute(statements.read, {"ids": ids})).all()
-        return [
-            Claimed(
-                id=row[0],
-                subscription_id=row[1],
-                event_id=row[2],
-                event_name=row[3],
-                attempts_made=row[4],
-                series_from=row[5],
-                lease_until=lease_until,
-                url=row[6],
-                secret_encrypted=row[7],
-                enabled=row[8],
-                deleted=row[9],
-                data=row[10],
-                event_at=row[11],
-            )
-            for row in rows
-        ]
+        return [Claimed(**row._mapping, lease_until=lease_until) for row in rows]
 
     # --- one attempt ----------------------------------------------------------------
 

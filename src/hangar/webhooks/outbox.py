@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.ids import new_id
 from hangar.kit.responses import dumps
+from hangar.kit.rows import insert_new
 from hangar.webhooks.catalogue import ALL_EVENTS
 from hangar.webhooks.models import Delivery, Event, Subscription
 
@@ -76,11 +77,8 @@ async def enqueue_to(
     now: datetime,
 ) -> uuid.UUID:
     """One event for one chosen subscription, whatever its list (the Test action)."""
-    event_id = new_id()
-    await conn.execute(
-        insert(Event).values(
-            id=event_id, org_id=org_id, name=name, data=serialize(data), created_at=now
-        )
+    event_id = await insert_new(
+        conn, Event, org_id=org_id, name=name, data=serialize(data), created_at=now
     )
     delivery = pending_delivery(org_id, subscription_id, event_id, name, now)
     await conn.execute(insert(Delivery).values(**delivery))

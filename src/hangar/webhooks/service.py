@@ -117,16 +117,6 @@ async def fire_test(
     )
 
 
-async def redeliver(
-    conn: AsyncConnection,
-    services: Services,
-    org_id: uuid.UUID,
-    sub_id: uuid.UUID,
-    delivery_id: uuid.UUID,
-    user_id: uuid.UUID,
-    now: datetime,
-) -> uuid.UUID:
-    """Redeliver: a finished delivery queued again, same id and event (10 per hour)."""
-    return await delivery_log.redeliver(
-        conn, services.limiter, org_id, sub_id, delivery_id, user_id, now
-    )
+# Redeliver: a finished delivery queued again, same id and event (10 per hour). The delivery
+# log's action itself: there is nothing for this layer to add.
+redeliver = delivery_log.redeliver

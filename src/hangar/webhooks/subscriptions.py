@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.crypto import SecretBox
-from hangar.ids import new_id
 from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
+from hangar.kit.rows import insert_new, public
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret
@@ -59,18 +59,11 @@ class NewSubscriptionView(SubscriptionView):
 
 
 def _view(row: Any) -> SubscriptionView:
-    return SubscriptionView(
-        id=str(row.id),
-        name=row.name,
-        url=row.url,
-        events=list(row.events),
-        enabled=row.enabled,
-        consecutive_failures=row.consecutive_failures,
-        secret_prefix=row.secret_prefix,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        disabled_at=row.disabled_at,
-    )
+    """A row of `_VIEW` in the view's shape, its id as text and its events a list."""
+    view = public(row._mapping, SubscriptionView)
+    view["id"] = str(row.id)
+    view["events"] = list(row.events)
+    return view
 
 
 def checked_events(events: Sequence[str]) -> list[str]:
@@ -138,21 +131,19 @@ async def create_subscription(
     url = await checked_url(url, resolver)
     wanted = checked_events(events)
     secret = new_secret()
-    sub_id = new_id()
-    await conn.execute(
-        insert(Subscription).values(
-            id=sub_id,
-            org_id=org_id,
-            name=name.strip(),
-            url=url,
-            events=wanted,
-            secret_encrypted=box.seal(secret),
-            secret_prefix=secret[:SECRET_PREFIX_LENGTH],
-            enabled=True,
-            consecutive_failures=0,
-            created_at=now,
-            updated_at=now,
-        )
+    sub_id = await insert_new(
+        conn,
+        Subscription,
+        org_id=org_id,
+        name=name.strip(),
+        url=url,
+        events=wanted,
+        secret_encrypted=box.seal(secret),
+        secret_prefix=secret[:SECRET_PREFIX_LENGTH],
+        enabled=True,
+        consecutive_failures=0,
+        created_at=now,
+        updated_at=now,
     )
     return NewSubscriptionView(**await get_subscription(conn, org_id, sub_id), secret=secret)
 
