@@ -4,7 +4,6 @@ Revision ID: 0002
 Revises: 0001
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 

@@ -5,7 +5,6 @@ Revises: 0002
 Create Date: 2026-11-22 07:56:48.251131
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 

@@ -4,7 +4,6 @@ Revision ID: 0004
 Revises: 0003
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 

@@ -12,7 +12,6 @@ Revision ID: 0006
 Revises: 0005
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 

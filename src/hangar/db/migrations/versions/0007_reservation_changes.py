@@ -9,7 +9,6 @@ Revision ID: 0007
 Revises: 0006
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 

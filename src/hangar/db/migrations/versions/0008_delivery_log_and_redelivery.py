@@ -10,7 +10,6 @@ Revision ID: 0008
 Revises: 0007
 """
 
-
 import sqlalchemy as sa
 from alembic import op
 
