@@ -12,17 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from hangar.kit.services import Services
 from hangar.webhooks import catalogue
-from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
-from tests.fixtures.fakes import FakeClock
-from tests.fixtures.receivers import HOST, Receiver
+from tests.fixtures.receivers import HOST
 from tests.fixtures.webhooks import (
+    Hooks,
     closed_port,
     delivery_log,
-    dispatcher,
-    fire,
     log_url,
     subscribe,
     subscription,
@@ -42,23 +38,17 @@ def moment(text: str | None) -> datetime | None:
 
 
 async def test_a_failed_attempt_then_a_retry_success_newest_first(
-    services: Services,
-    admin: httpx.AsyncClient,
-    outsider: httpx.AsyncClient,
-    org: Org,
-    other: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient, outsider: httpx.AsyncClient, other: Org
 ) -> None:
+    org, receiver, clock = hooks.org, hooks.receiver, hooks.clock
     receiver.statuses = [200, 500, 200]  # answers in order of arrival
-    sub_id = await subscribe(services, org, receiver.url())
-    foreign_sub = await subscribe(services, other, receiver.url("/other"))
-    work = dispatcher(services, sender)
-    await fire(services, other)  # the other organization's delivery: never in our log
+    sub_id = await hooks.subscribe()
+    foreign_sub = await hooks.subscribe("/other", org=other)
+    work = hooks.dispatcher()
+    await hooks.fire(org=other)  # the other organization's delivery: never in our log
     assert await work.run_once() == 1
     fired_at = clock.now()
-    await fire(services, org, catalogue.SQUAWK_CREATED)
+    await hooks.fire(catalogue.SQUAWK_CREATED)
 
     assert await work.run_once() == 1  # 500
     clock.advance(seconds=2)
@@ -67,7 +57,7 @@ async def test_a_failed_attempt_then_a_retry_success_newest_first(
     assert len(ours) == 2
     clock.advance(minutes=1)
     later = clock.now()
-    await fire(services, org, catalogue.RESERVATION_CREATED)  # queued, not yet attempted
+    await hooks.fire(catalogue.RESERVATION_CREATED)  # queued, not yet attempted
 
     entries = await delivery_log(admin, org, sub_id)
 
@@ -108,19 +98,15 @@ async def test_a_failed_attempt_then_a_retry_success_newest_first(
 
 
 async def test_a_connection_failure_is_an_error_string_without_a_status_code(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    sender: Sender,
-    receiver: Receiver,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
-    dead = await subscribe(services, org, f"https://{HOST}:{closed_port()}/hook")
-    live = await subscribe(services, org, receiver.url())
-    await fire(services, org)
-    work = dispatcher(services, sender)
+    org = hooks.org
+    dead = await subscribe(hooks.services, org, f"https://{HOST}:{closed_port()}/hook")
+    live = await hooks.subscribe()
+    await hooks.fire()
+    work = hooks.dispatcher()
     assert await work.run_once() == 2
-    clock.advance(seconds=2)
+    hooks.clock.advance(seconds=2)
     assert await work.run_once() == 1  # the dead one's retry
 
     [entry] = await delivery_log(admin, org, dead)
@@ -134,30 +120,12 @@ async def test_a_connection_failure_is_an_error_string_without_a_status_code(
     assert [(a["status_code"], a["error"]) for a in ok["attempts"]] == [(200, None)]
 
 
-async def run_all_attempts(services: Services, sender: Sender, clock: FakeClock) -> None:
-    work = dispatcher(services, sender)
-    for wait in (2, 8, 0):
-        await work.run_once()
-        clock.advance(seconds=wait)
-
-
 async def test_test_on_a_disabled_subscription_keeps_it_disabled_and_a_failing_ping_counts_nothing(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
-    disabled_at = clock.now() - timedelta(hours=3)
-    sub_id = await subscribe(
-        services,
-        org,
-        receiver.url(),
-        enabled=False,
-        consecutive_failures=5,
-        disabled_at=disabled_at,
-    )
+    org, receiver = hooks.org, hooks.receiver
+    disabled_at = hooks.clock.now() - timedelta(hours=3)
+    sub_id = await hooks.subscribe(enabled=False, consecutive_failures=5, disabled_at=disabled_at)
     receiver.statuses = [500]
 
     fired = await admin.post(sub_url(org, sub_id, "test"))
@@ -168,11 +136,11 @@ async def test_test_on_a_disabled_subscription_keeps_it_disabled_and_a_failing_p
     assert (view["enabled"], view["consecutive_failures"]) == (False, 0)
     assert moment(view["disabled_at"]) == disabled_at
 
-    await run_all_attempts(services, sender, clock)
+    await hooks.run_all_attempts()
 
     assert len(receiver.requests) == 3  # the ping went out, disabled or not
     assert {r.headers["X-Service-Event"] for r in receiver.requests} == {"test.ping"}
-    enabled, failures, disabled = await subscription(services.engine, sub_id)
+    enabled, failures, disabled = await subscription(hooks.services.engine, sub_id)
     assert (enabled, failures) == (False, 0)
     assert disabled is not None
     assert disabled.astimezone(UTC) == disabled_at
@@ -189,25 +157,21 @@ async def test_test_on_a_disabled_subscription_keeps_it_disabled_and_a_failing_p
 
 
 async def test_a_failing_ping_leaves_an_enabled_subscriptions_counter_alone(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
+    org, engine = hooks.org, hooks.services.engine
     # One failure short of being disabled: a failing ping must not be the fifth.
-    near = await subscribe(services, org, receiver.url("/near"), consecutive_failures=4)
-    fresh = await subscribe(services, org, receiver.url("/fresh"))
-    receiver.statuses = [503]
+    near = await hooks.subscribe("/near", consecutive_failures=4)
+    fresh = await hooks.subscribe("/fresh")
+    hooks.receiver.statuses = [503]
     for sub_id in (near, fresh):
         assert (await admin.post(sub_url(org, sub_id, "test"))).status_code == 202
 
-    await run_all_attempts(services, sender, clock)
+    await hooks.run_all_attempts()
 
-    assert len(receiver.requests) == 6
-    assert await subscription(services.engine, near) == (True, 4, None)
-    enabled, failures, _ = await subscription(services.engine, fresh)
+    assert len(hooks.receiver.requests) == 6
+    assert await subscription(engine, near) == (True, 4, None)
+    enabled, failures, _ = await subscription(engine, fresh)
     assert (enabled, failures) == (True, 0)
     for sub_id in (near, fresh):
         [entry] = await delivery_log(admin, org, sub_id)

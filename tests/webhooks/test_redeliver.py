@@ -11,17 +11,15 @@ import json
 import uuid
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import update
 
-from hangar.kit.services import Services
 from hangar.metrics import ATTEMPTS
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.models import Subscription
 from tests.fixtures.factories import Org
-from tests.fixtures.fakes import FakeClock, FakeResolver
+from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.pages import page_csrf
-from tests.fixtures.receivers import HOST, Receiver
-from tests.fixtures.webhooks import SECRET, delivery_log, dispatcher, fire, subscribe
+from tests.fixtures.receivers import HOST
+from tests.fixtures.webhooks import SECRET, Hooks, delivery_log
 
 NEW_SECRET = "cd" * 32
 
@@ -34,33 +32,14 @@ def signed_with(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-async def delivered_once(
-    services: Services, org: Org, receiver: Receiver, sender: Sender, path: str = "/hook"
-) -> tuple[uuid.UUID, str]:
-    """A subscription with one finished delivery; (subscription id, delivery id)."""
-    sub_id = await subscribe(services, org, receiver.url(path))
-    await fire(services, org)
-    assert await dispatcher(services, sender).run_once() == 1
-    async with services.engine.connect() as conn:
-        delivery_id = await conn.scalar(
-            select(Delivery.id).where(Delivery.subscription_id == sub_id)
-        )
-    return sub_id, str(delivery_id)
-
-
 async def test_a_redelivery_is_the_same_delivery_and_event_signed_at_send_time(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    other: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient, other: Org
 ) -> None:
-    await subscribe(services, other, receiver.url("/other"))  # never redelivered to
-    sub_id, delivery_id = await delivered_once(services, org, receiver, sender)
+    services, org, receiver = hooks.services, hooks.org, hooks.receiver
+    await hooks.subscribe("/other", org=other)  # never redelivered to
+    sub_id, delivery_id = await hooks.delivered_once()
     [first] = [r for r in receiver.requests if r.path == "/hook"]
-    clock.advance(minutes=5)
+    hooks.clock.advance(minutes=5)
 
     answer = await admin.post(redeliver_url(org, sub_id, delivery_id))
 
@@ -78,7 +57,7 @@ async def test_a_redelivery_is_the_same_delivery_and_event_signed_at_send_time(
         )
     attempts_before = ATTEMPTS.labels("squawk.created", "succeeded")._value.get()
     # The request is a row: a dispatcher started after it (a restart) finds it due.
-    assert await dispatcher(services, sender).run_once() == 1
+    assert await hooks.dispatcher().run_once() == 1
     # Counted like any attempt.
     assert ATTEMPTS.labels("squawk.created", "succeeded")._value.get() == attempts_before + 1
 
@@ -101,21 +80,17 @@ async def test_a_redelivery_is_the_same_delivery_and_event_signed_at_send_time(
     assert redelivery["id"] == redelivery_id
     assert redelivery["first_attempt"] == 2
     assert redelivery["requested_by"]["email"].startswith("admin-")
-    assert redelivery["requested_at"].startswith(clock.now().strftime("%Y-%m-%dT%H:%M"))
+    assert redelivery["requested_at"].startswith(hooks.clock.now().strftime("%Y-%m-%dT%H:%M"))
 
 
 async def test_a_failing_redelivery_has_its_own_three_attempts(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
-    sub_id, delivery_id = await delivered_once(services, org, receiver, sender)
+    org, receiver, clock = hooks.org, hooks.receiver, hooks.clock
+    sub_id, delivery_id = await hooks.delivered_once()
     receiver.statuses = [200, 500]  # the first was delivered; everything after fails
     assert (await admin.post(redeliver_url(org, sub_id, delivery_id))).status_code == 202
-    work = dispatcher(services, sender)
+    work = hooks.dispatcher()
     for wait in (2, 8):
         assert await work.run_once() == 1
         clock.advance(seconds=wait - 1)
@@ -134,21 +109,16 @@ async def test_a_failing_redelivery_has_its_own_three_attempts(
 
 
 async def test_the_url_policy_is_applied_at_the_redelivered_attempt(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    resolver: FakeResolver,
+    hooks: Hooks, admin: httpx.AsyncClient, resolver: FakeResolver
 ) -> None:
-    sub_id, delivery_id = await delivered_once(services, org, receiver, sender)
+    sub_id, delivery_id = await hooks.delivered_once()
     resolver.answers[HOST] = ["10.0.0.7"]  # the host now resolves to a private address
 
-    assert (await admin.post(redeliver_url(org, sub_id, delivery_id))).status_code == 202
-    assert await dispatcher(services, sender).run_once() == 1
+    assert (await admin.post(redeliver_url(hooks.org, sub_id, delivery_id))).status_code == 202
+    assert await hooks.dispatcher().run_once() == 1
 
-    assert len(receiver.requests) == 1  # nothing more reached anyone
-    [entry] = await delivery_log(admin, org, sub_id)
+    assert len(hooks.receiver.requests) == 1  # nothing more reached anyone
+    [entry] = await delivery_log(admin, hooks.org, sub_id)
     refused = entry["attempts"][-1]
     assert refused["error"] == "WEBHOOK_URL_PRIVATE_IP"
     assert refused["explanation"].startswith("URL refused by the address policy")
@@ -156,17 +126,15 @@ async def test_the_url_policy_is_applied_at_the_redelivered_attempt(
 
 
 async def test_refusals_pending_disabled_other_org_non_admin_and_the_limit(
-    services: Services,
+    hooks: Hooks,
     admin: httpx.AsyncClient,
     member: httpx.AsyncClient,
     outsider: httpx.AsyncClient,
-    org: Org,
     other: Org,
-    receiver: Receiver,
-    sender: Sender,
 ) -> None:
-    sub_id, delivery_id = await delivered_once(services, org, receiver, sender)
-    theirs = await subscribe(services, other, receiver.url("/theirs"))
+    org = hooks.org
+    sub_id, delivery_id = await hooks.delivered_once()
+    theirs = await hooks.subscribe("/theirs", org=other)
 
     # Not an admin: 403. Another organization's admin: 404, by our path or theirs.
     forbidden = await member.post(redeliver_url(org, sub_id, delivery_id))
@@ -189,7 +157,7 @@ async def test_refusals_pending_disabled_other_org_non_admin_and_the_limit(
     assert (await admin.post(redeliver_url(org, sub_id, delivery_id))).status_code == 202
     pending = await admin.post(redeliver_url(org, sub_id, delivery_id))
     assert (pending.status_code, pending.json()["code"]) == (409, "DELIVERY_NOT_FINISHED")
-    work = dispatcher(services, sender)
+    work = hooks.dispatcher()
     assert await work.run_once() == 1
 
     # 10 per hour per subscription; the 11th is refused.
@@ -199,12 +167,12 @@ async def test_refusals_pending_disabled_other_org_non_admin_and_the_limit(
     limited = await admin.post(redeliver_url(org, sub_id, delivery_id))
     assert (limited.status_code, limited.json()["code"]) == (429, "RATE_LIMITED")
     assert "10 redeliveries per hour" in limited.json()["detail"]
-    assert len(receiver.requests) == 11
+    assert len(hooks.receiver.requests) == 11
     # Test keeps its own budget.
     assert (await admin.post(f"/api/orgs/{org.id}/webhooks/{sub_id}/test")).status_code == 202
 
     # Disabled: 409, and nothing is queued.
-    async with services.engine.begin() as conn:
+    async with hooks.services.engine.begin() as conn:
         await conn.execute(
             update(Subscription).where(Subscription.id == sub_id).values(enabled=False)
         )
@@ -216,15 +184,10 @@ async def test_refusals_pending_disabled_other_org_non_admin_and_the_limit(
 
 
 async def test_the_screen_redelivers_with_its_form_and_shows_who_and_when(
-    services: Services,
-    admin: httpx.AsyncClient,
-    org: Org,
-    receiver: Receiver,
-    sender: Sender,
-    clock: FakeClock,
+    hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
-    sub_id, delivery_id = await delivered_once(services, org, receiver, sender)
-    page_path = f"/settings/{org.id}/webhooks/{sub_id}/deliveries"
+    sub_id, delivery_id = await hooks.delivered_once()
+    page_path = f"/settings/{hooks.org.id}/webhooks/{sub_id}/deliveries"
     action = f"{page_path}/{delivery_id}/redeliver"
     page = await admin.get(page_path)
     assert f'action="{action}"' in page.text
@@ -247,14 +210,14 @@ async def test_the_screen_redelivers_with_its_form_and_shows_who_and_when(
     assert refused.status_code == 409
     assert "Only a finished delivery" in refused.text
 
-    work = dispatcher(services, sender)
+    work = hooks.dispatcher()
     assert await work.run_once() == 1
     shown = await admin.get(page_path)
     assert "2 (redelivery)" in shown.text
     for _ in range(9):
         assert (await admin.post(action, data={"csrf_token": csrf})).status_code == 303
         assert await work.run_once() == 1
-    clock.advance(seconds=1)
+    hooks.clock.advance(seconds=1)
     slow_down = await admin.post(action, data={"csrf_token": csrf})
     assert slow_down.status_code == 429
     assert "10 redeliveries per hour" in slow_down.text
