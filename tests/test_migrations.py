@@ -87,7 +87,9 @@ def _account(
     return {"id": user, "email": email, "password_hash": password_hash, "created_at": T}
 
 
-def _membership(org: uuid.UUID, user: uuid.UUID, role: uuid.UUID, **values: Any) -> dict[str, Any]:
+def _membership(
+    org: uuid.UUID, user: uuid.UUID, role: uuid.UUID | None, **values: Any
+) -> dict[str, Any]:
     row = {
         "id": new_id(),
         "org_id": org,

@@ -19,6 +19,7 @@ from hangar.kit.services import Services
 from hangar.orgs.access import Actor
 from hangar.reservations import commands
 from hangar.reservations.models import Reservation
+from hangar.reservations.schemas import ReservationRow
 from tests.fixtures.actions import names, public, url
 from tests.fixtures.clients import session_for
 from tests.fixtures.factories import Org
@@ -46,7 +47,7 @@ async def test_a_failed_commit_is_answered_503_and_keeps_nothing(
 
     async def create_then_fail_at_commit(
         conn: AsyncConnection, actor: Actor, body: Any, now: Any
-    ) -> dict[str, Any]:
+    ) -> ReservationRow:
         created = await create(conn, actor, body, now)
         # Only this request's connection: the commit that the route's return triggers fails.
         event.listen(conn.sync_connection, "commit", refuse_commit)

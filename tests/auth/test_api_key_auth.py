@@ -105,7 +105,7 @@ def _malformed(key: str) -> list[str]:
 
 async def test_malformed_keys_are_401_invalid(client: httpx.AsyncClient, org: Org) -> None:
     for bad in _malformed(org.key):
-        response = await client.get(AIRCRAFT, headers={"Authorization": f"Bearer {bad}".encode()})
+        response = await client.get(AIRCRAFT, headers={b"Authorization": f"Bearer {bad}".encode()})
         assert_401(response, "invalid or revoked")
 
 

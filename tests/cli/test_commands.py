@@ -340,6 +340,7 @@ async def test_member_invite_prints_a_link_the_person_opens_to_join(cli: Cli) ->
         )
         stored = await conn.scalar(select(func.count()).select_from(Invitation))
     assert status == "pending"
+    assert stored is not None
     assert stored >= 1
     # The pending member is the invitation's placeholder, not an account.
     assert await user_row(cli.engine, out["user_id"]) == UserRow(None, False)

@@ -44,7 +44,8 @@ async def test_the_sync_client_over_a_socket(api_server: LiveServer, org: Org, o
 
 def readme_example() -> str:
     text = (CLIENT / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    example: str = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    return example
 
 
 def test_the_readme_example_fits_in_ten_lines() -> None:

@@ -182,7 +182,7 @@ async def test_hostile_keys_are_401(client: httpx.AsyncClient, org: Org) -> None
         org.key + "," + org.key,
     ]:
         response = await client.get(
-            f"{P}/aircraft", headers={"Authorization": f"Bearer {value}".encode()}
+            f"{P}/aircraft", headers={b"Authorization": f"Bearer {value}".encode()}
         )
         assert_error(response, 401, "UNAUTHORIZED")
         feed = await client.get(f"{P}/reservations.ics", params={"token": value})

@@ -98,7 +98,7 @@ async def test_a_request_checks_out_one_read_connection_and_a_malformed_key_none
 
     real_rows = Read.rows
 
-    async def spy(self: Read, conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def spy(self: Read[Any], conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
         used.append(id(conn))
         return await real_rows(self, conn, params)
 

@@ -32,7 +32,7 @@ async def test_a_sane_request_id_is_kept(client: httpx.AsyncClient, sent: str) -
 async def test_any_other_request_id_is_replaced(
     client: httpx.AsyncClient, sent: bytes | None
 ) -> None:
-    headers = {} if sent is None else {"X-Request-ID": sent}
+    headers = {} if sent is None else {b"X-Request-ID": sent}
     response = await client.get("/api/health", headers=headers)
     assert NEW_ID.fullmatch(response.headers["x-request-id"])
     again = await client.get("/api/health", headers=headers)

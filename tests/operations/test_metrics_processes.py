@@ -28,9 +28,8 @@ def answered_by_pid(directory: Path) -> dict[str, float]:
     counts = {}
     for path in directory.glob("counter_*.db"):
         pid = path.stem.removeprefix("counter_")
-        [family] = [
-            m for m in MultiProcessCollector.merge([str(path)]) if m.name == "hangar_http_requests"
-        ] or [None]
+        merged = MultiProcessCollector.merge([str(path)])  # type: ignore[no-untyped-call]
+        [family] = [m for m in merged if m.name == "hangar_http_requests"] or [None]
         if family is None:
             continue
         counts[pid] = sum(
@@ -76,8 +75,11 @@ async def test_a_scrape_adds_up_the_requests_every_process_answered(
         # The worker process's scheduler ticks at its start, in a file of its own.
         await eventually(ticked, 60, "the worker's tick in the scrape")
 
-    key = ("hangar_http_requests_total", labels(operation=AIRCRAFT, method="GET", status="200"))
-    assert first[key] == second[key] == made
+    answered = (
+        "hangar_http_requests_total",
+        labels(operation=AIRCRAFT, method="GET", status="200"),
+    )
+    assert first[answered] == second[answered] == made
     assert sum(by_pid.values()) == made
     assert "1" not in by_pid  # the earlier run's file was removed, the rest left alone
     assert (directory / "notes.txt").exists()

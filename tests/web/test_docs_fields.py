@@ -58,8 +58,8 @@ def _public_schemas(spec: dict[str, Any]) -> set[str]:
 def _base_type(prop: dict[str, Any]) -> str:
     [option] = [o for o in prop.get("anyOf", [prop]) if o.get("type") != "null"]
     if option.get("type") == "array":
-        return "array of " + option["items"]["$ref"].rsplit("/", 1)[-1]
-    return option["type"] + (f" ({option['format']})" if "format" in option else "")
+        return "array of " + str(option["items"]["$ref"]).rsplit("/", 1)[-1]
+    return str(option["type"]) + (f" ({option['format']})" if "format" in option else "")
 
 
 async def _page_and_spec(client: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:

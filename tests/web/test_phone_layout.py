@@ -25,11 +25,11 @@ from tests.fixtures.live_server import LiveServer
 from tests.fixtures.webhooks import subscribe
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from playwright.async_api import Page, ViewportSize
 
 pytestmark = needs_chromium
 
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 # An unbroken run of characters, as a receiver's error page or a long URL path brings.
 LONG_WORD = "x" * 120
 
