@@ -203,7 +203,7 @@ class RedactCredentials(logging.Filter):
 
 
 def log_config() -> dict[str, Any]:
-    """uvicorn's default logging config with the redacting filter on the access handler.
+    """uvicorn's default logging config with the redacting filter on every handler.
 
     A `logging.config.dictConfig` schema, typed as loosely as uvicorn and the standard
     library type it: this only adds one filter to what uvicorn hands over."""
@@ -211,5 +211,6 @@ def log_config() -> dict[str, Any]:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config.setdefault("filters", {})["redact_credentials"] = {"()": RedactCredentials}
-    config["handlers"]["access"].setdefault("filters", []).append("redact_credentials")
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("redact_credentials")
     return config

@@ -24,6 +24,9 @@ from typing import Any, Literal
 from prometheus_client import Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+# The variable that puts prometheus-client in multiprocess mode (see above).
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
 # --- requests -----------------------------------------------------------------------------
 
 REQUESTS = Counter(

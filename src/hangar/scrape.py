@@ -30,14 +30,13 @@ from starlette.responses import Response
 from hangar.kit.errors import NotFound, error_response
 from hangar.kit.routing import bearer, services_of
 from hangar.kit.services import Services
-from hangar.metrics import DATABASE_ERRORS
+from hangar.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
 from hangar.webhooks.models import Delivery, Subscription
 
 log = logging.getLogger("hangar")
 router = APIRouter()
 
 PATH = "/metrics"
-MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
 @router.get(PATH, include_in_schema=False)

@@ -16,7 +16,7 @@ from tests.fixtures.python_client import Counting, Harness, asgi
 
 @pytest.fixture
 def harness(services: Services, clock: FakeClock) -> Harness:
-    return Harness(services, clock, Counting(asgi(services)))
+    return Harness(clock, Counting(asgi(services)))
 
 
 @pytest.fixture

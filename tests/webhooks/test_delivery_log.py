@@ -14,10 +14,10 @@ import httpx
 
 from hangar.webhooks import catalogue
 from tests.fixtures.factories import Org
+from tests.fixtures.network import free_port
 from tests.fixtures.receivers import HOST
 from tests.fixtures.webhooks import (
     Hooks,
-    closed_port,
     delivery_log,
     log_url,
     subscribe,
@@ -101,7 +101,7 @@ async def test_a_connection_failure_is_an_error_string_without_a_status_code(
     hooks: Hooks, admin: httpx.AsyncClient
 ) -> None:
     org = hooks.org
-    dead = await subscribe(hooks.services, org, f"https://{HOST}:{closed_port()}/hook")
+    dead = await subscribe(hooks.services, org, f"https://{HOST}:{free_port()}/hook")
     live = await hooks.subscribe()
     await hooks.fire()
     work = hooks.dispatcher()

@@ -26,8 +26,9 @@ from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
+from tests.fixtures.network import free_port
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
-from tests.fixtures.webhooks import SECRET, closed_port, delivery_log, dispatcher, fire, subscribe
+from tests.fixtures.webhooks import SECRET, delivery_log, dispatcher, fire, subscribe
 
 
 async def only_attempt(
@@ -79,9 +80,7 @@ async def test_refused_unresolved_timeout_and_policy_refusals(
     receiver: Receiver,
     sender: Sender,
 ) -> None:
-    refused = await only_attempt(
-        services, admin, org, sender, f"https://{HOST}:{closed_port()}/hook"
-    )
+    refused = await only_attempt(services, admin, org, sender, f"https://{HOST}:{free_port()}/hook")
     assert refused["explanation"].startswith("Connection refused:")
 
     unresolved = await only_attempt(services, admin, org, sender, "https://nowhere.example.com/")

@@ -40,7 +40,6 @@ class Started:
     """A session just started: the cookie's value, and what GET /api/session says of it."""
 
     token: str
-    signed_in: sessions.SignedIn
     view: SessionView
 
 
@@ -52,7 +51,7 @@ async def session_view(conn: AsyncConnection, signed_in: sessions.SignedIn) -> S
 
 async def started(conn: AsyncConnection, new: tuple[str, sessions.SignedIn]) -> Started:
     token, signed_in = new
-    return Started(token, signed_in, await session_view(conn, signed_in))
+    return Started(token, await session_view(conn, signed_in))
 
 
 async def sign_in_or_refuse(services: Services, email: str, password: str) -> Started:

@@ -11,6 +11,8 @@ KEY_PREFIX = "svc_pk_"
 KEY_BODY_LENGTH = 43
 STORED_PREFIX_LENGTH = 12
 _KEY_RE = re.compile(r"svc_pk_[A-Za-z0-9_-]{43}")
+# The scope that adds members' contact fields (hangar.orgs.schemas reads it too).
+MEMBERS_FULL = "read:members.full"
 
 SCOPES: dict[str, str] = {
     "read:reservations": "Reservations, as JSON and as the calendar feed",
@@ -33,7 +35,7 @@ FULL_WITHOUT_MEMBERS = (
 
 def scope_note(scopes: list[str]) -> str | None:
     """What a key with these scopes may not do that its holder would expect, or None."""
-    if "read:members.full" in scopes and "read:members" not in scopes:
+    if MEMBERS_FULL in scopes and "read:members" not in scopes:
         return FULL_WITHOUT_MEMBERS
     return None
 

@@ -49,6 +49,7 @@ from uvicorn.supervisors import Multiprocess
 
 from hangar.cli.worker import SenderFactory, run_worker
 from hangar.config import Settings, load_settings
+from hangar.metrics import MULTIPROCESS_DIR
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("uvicorn.error")
 
 APP_FACTORY = "hangar.cli.processes:app_from_environment"
-MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def available_cores() -> int:
@@ -151,14 +151,16 @@ class ServersAndWorker(Multiprocess):
 
     def keep_subprocess_alive(self) -> None:
         super().keep_subprocess_alive()
+        self._keep_worker_alive()
+        self._mark_the_dead()
+
+    def _keep_worker_alive(self) -> None:
         worker = self.worker
-        if (
-            not (self.should_exit.is_set() or worker is None or self._start_worker is None)
-            and not worker.is_alive()
-        ):
+        if self.should_exit.is_set() or worker is None or self._start_worker is None:
+            return
+        if not worker.is_alive():
             log.warning("Worker process [%s] died (exit code %s)", worker.pid, worker.exitcode)
             self.worker = self._start_worker()
-        self._mark_the_dead()
 
     def _mark_the_dead(self) -> None:
         # Whatever replaced a process (a death, SIGHUP, SIGTTOU), the pids gone since the

@@ -49,9 +49,6 @@ def config(fmt: LogFormat, process: Process) -> dict[str, Any]:
         return _json_config()
     if process == "serve":
         served = log_config()
-        for handler in served["handlers"].values():
-            if "redact_credentials" not in handler.setdefault("filters", []):
-                handler["filters"].append("redact_credentials")
         served["formatters"]["bare"] = {"format": "%(message)s"}
         served["handlers"]["last_resort"] = _BARE_STDERR
         served["root"] = {"handlers": ["last_resort"], "level": "WARNING"}

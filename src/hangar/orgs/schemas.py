@@ -9,9 +9,10 @@ from typing import Any, TypedDict
 
 from pydantic import Field
 
+from hangar.auth.key_format import MEMBERS_FULL
 from hangar.kit.schemas import REQUIRED_SCOPE, Open
 
-FULL_SCOPE = "read:members.full"
+FULL_SCOPE = MEMBERS_FULL
 
 
 def _contact() -> Any:

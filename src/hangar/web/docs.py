@@ -6,6 +6,7 @@ The API reference is rendered on the server from the same OpenAPI description th
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +128,12 @@ def _reference(app: FastAPI) -> Reference:
     return cached
 
 
+@functools.cache
+def _snippet(name: str) -> str:
+    # Package data: read once per process, not on every page view.
+    return (SNIPPETS / name).read_text(encoding="utf-8")
+
+
 @router.get("/docs")
 async def docs(request: Request) -> Response:
     reference = _reference(request.app)
@@ -139,7 +146,7 @@ async def docs(request: Request) -> Response:
         operations=reference.operations,
         scopes=SCOPES,
         events=EVENTS,
-        python_snippet=(SNIPPETS / "receiver.py").read_text(encoding="utf-8"),
-        node_snippet=(SNIPPETS / "receiver.js").read_text(encoding="utf-8"),
-        client_snippet=(SNIPPETS / "client.py").read_text(encoding="utf-8"),
+        python_snippet=_snippet("receiver.py"),
+        node_snippet=_snippet("receiver.js"),
+        client_snippet=_snippet("client.py"),
     )

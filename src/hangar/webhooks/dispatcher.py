@@ -353,13 +353,10 @@ class Dispatcher:
             )
         else:
             body = envelope(delivery.event_name, started_at, delivery.data)
-            ATTEMPTS_IN_PROGRESS.inc()
-            try:
+            with ATTEMPTS_IN_PROGRESS.track_inprogress():
                 result = await self._sender.post(
                     delivery.url, headers(delivery.event_name, str(delivery.id), secret, body), body
                 )
-            finally:
-                ATTEMPTS_IN_PROGRESS.dec()
         ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
         await self._record(delivery, started_at, result, counts=not is_test)
 

@@ -54,13 +54,6 @@ def optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
     return parse_optional
 
 
-opt_string = optional(string)
-opt_boolean = optional(boolean)
-opt_number = optional(number)
-opt_timestamp = optional(timestamp)
-opt_day = optional(day)
-
-
 def obj(value: Any) -> Json:
     if not isinstance(value, Mapping):
         raise InvalidPayload(f"expected an object, got {type(value).__name__}")
