@@ -65,9 +65,11 @@ async def test_a_scrape_adds_up_the_requests_every_process_answered(
             made += 20
         assert (await client.get(AIRCRAFT, headers=other.auth)).status_code == 200
         made += 1
-        by_pid = answered_by_pid(directory)
         first = await scrape(client)
         second = await scrape(client)
+        # Read after a scrape has seen all of them: a process counts a request as its
+        # response ends, which may be just after the client has it.
+        by_pid = answered_by_pid(directory)
 
         async def ticked() -> bool:
             return (await scrape(client)).get(("hangar_scheduler_ticks_total", ()), 0) >= 1
