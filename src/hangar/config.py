@@ -15,6 +15,11 @@ DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+# Finished deliveries (with their attempts and redeliveries) and the events no delivery refers
+# to are kept this many days, then pruned: the window Stripe and GitHub keep webhook logs for.
+DEFAULT_DELIVERY_RETENTION_DAYS = 30
+# Ten years: past that, "retention" means "never prune", which this setting does not offer.
+MAX_DELIVERY_RETENTION_DAYS = 3650
 
 
 class ConfigError(Exception):
@@ -33,6 +38,7 @@ class Settings:
     # GET /metrics answers only a bearer of this token; unset, it is not served at all.
     metrics_token: str | None = None
     log_format: LogFormat = "text"
+    delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
 
     @property
     def is_sqlite(self) -> bool:
@@ -94,6 +100,22 @@ def log_format(env: Mapping[str, str]) -> LogFormat:
     return value
 
 
+def delivery_retention_days(env: Mapping[str, str]) -> int:
+    """HANGAR_DELIVERY_RETENTION_DAYS: a whole number of days, 1 to 3650 (default 30)."""
+    value = (env.get("HANGAR_DELIVERY_RETENTION_DAYS") or "").strip()
+    if not value:
+        return DEFAULT_DELIVERY_RETENTION_DAYS
+    if (
+        not (value.isascii() and value.isdigit())
+        or not 1 <= int(value) <= MAX_DELIVERY_RETENTION_DAYS
+    ):
+        raise ConfigError(
+            "HANGAR_DELIVERY_RETENTION_DAYS must be a whole number of days from 1 to "
+            f"{MAX_DELIVERY_RETENTION_DAYS}, not {value!r}"
+        )
+    return int(value)
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -126,4 +148,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         redis_prefix=env.get("HANGAR_REDIS_PREFIX") or "hangar",
         metrics_token=env.get("HANGAR_METRICS_TOKEN") or None,
         log_format=log_format(env),
+        delivery_retention_days=delivery_retention_days(env),
     )

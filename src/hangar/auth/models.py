@@ -59,4 +59,5 @@ class UserSession(Base):
     csrf_token: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime]
     last_seen_at: Mapped[datetime]
-    expires_at: Mapped[datetime]  # absolute end, however active the session is
+    # The absolute end, however active the session is; retention prunes by it.
+    expires_at: Mapped[datetime] = mapped_column(index=True)

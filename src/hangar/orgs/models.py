@@ -78,5 +78,5 @@ class Invitation(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     email: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime]
-    expires_at: Mapped[datetime]
+    expires_at: Mapped[datetime] = mapped_column(index=True)  # retention prunes by it
     accepted_at: Mapped[datetime | None]

@@ -41,7 +41,7 @@ class Event(Base):
     name: Mapped[str] = mapped_column(String(60))
     # The `data` object serialized once, so every delivery sends the same bytes.
     data: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime]
+    created_at: Mapped[datetime] = mapped_column(index=True)  # retention prunes the oldest
 
 
 class Delivery(Base):
@@ -49,7 +49,8 @@ class Delivery(Base):
     id: Mapped[uuid.UUID] = id_column()
     org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
     subscription_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_subscriptions.id"))
-    event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("events.id"))
+    # Indexed: an event is pruned only when no delivery refers to it.
+    event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("events.id"), index=True)
     event_name: Mapped[str] = mapped_column(String(60))
     status: Mapped[str] = mapped_column(String(20), default="pending")
     attempts_made: Mapped[int] = mapped_column(Integer, default=0)
