@@ -1,6 +1,6 @@
 """A dispatcher told to stop (SIGTERM) starts no attempt: the one under way finishes and is
-recorded, and claimed deliveries still waiting for a slot are given back at once, due for
-the next worker instead of held until their leases run out."""
+recorded, and the deliveries it had no slot for were never leased (a claim takes only what
+the slots allow), so they are due for the next worker at once, not when a lease runs out."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from tests.fixtures.subprocesses import eventually
 from tests.fixtures.webhooks import deliveries, fire, subscribe
 
 
-async def test_stopping_finishes_the_attempt_under_way_and_gives_back_the_rest(
+async def test_stopping_finishes_the_attempt_under_way_and_leaves_the_rest_unleased(
     services: Services, org: Org, receiver: Receiver, sender: Sender
 ) -> None:
     receiver.delay = 1.0
     sub_id = await subscribe(services, org, receiver.url())
     for _ in range(3):
         await fire(services, org)
-    # One slot: the first claimed delivery is attempted, the other two wait for the slot.
+    # One slot: one delivery is claimed and attempted; the other two wait, unleased.
     one_at_a_time = Dispatcher(
         services.engine, services.clock, sender, services.secret_box, concurrency=1
     )

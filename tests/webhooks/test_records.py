@@ -14,12 +14,20 @@ from sqlalchemy import event, func, select, update
 
 from hangar.ids import new_id
 from hangar.kit.services import Services
+from hangar.webhooks import dispatcher as dispatcher_module
 from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
+
+
+@pytest.fixture(autouse=True)
+def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests record outcomes of many deliveries to one subscription, leased at once:
+    the cap on attempts in flight (tests/webhooks/test_fair_delivery.py) is not theirs."""
+    monkeypatch.setattr(dispatcher_module, "MAX_IN_FLIGHT", 100)
 
 
 async def claimed(services: Services, sender: Sender, org: Org, events: int) -> list[Claimed]:

@@ -1,5 +1,6 @@
 """Two workers as on two machines: each dispatcher has its own engine (its own connection
-pool), both run at once against one backlog, and every delivery is attempted exactly once.
+pool), both run at once while events are committed to ten subscriptions, and every delivery
+is attempted exactly once.
 
 PostgreSQL only: claims rely on FOR UPDATE SKIP LOCKED, which is how several machines share
 the queue; SQLite is a single-machine database.
@@ -34,7 +35,8 @@ pytestmark = pytest.mark.skipif(
     "set HANGAR_TEST_DATABASE_URL to run this",
 )
 
-EVENTS = 100  # to two subscriptions: 200 deliveries
+EVENTS = 20
+SUBSCRIPTIONS = 10  # 200 deliveries
 BOUND_SECONDS = 20.0
 
 
@@ -45,8 +47,8 @@ class Machine(Dispatcher):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.claimed: list[uuid.UUID] = []
 
-    async def claim(self) -> list[Claimed]:
-        got = await super().claim()
+    async def claim(self, slots: int | None = None) -> list[Claimed]:
+        got = await super().claim(slots)
         self.claimed.extend(c.id for c in got)
         return got
 
@@ -66,25 +68,7 @@ async def test_two_machines_attempt_each_delivery_exactly_once(
     sender: Sender,
     engines: tuple[AsyncEngine, AsyncEngine],
 ) -> None:
-    subs = [
-        await subscribe(services, org, receiver.url("/a")),
-        await subscribe(services, org, receiver.url("/b"), events=[catalogue.SQUAWK_CREATED]),
-    ]
-    async with services.engine.begin() as conn:
-        for _ in range(EVENTS):
-            await outbox.record(
-                conn, org.id, [catalogue.SQUAWK_CREATED], DATA, services.clock.now()
-            )
-    async with services.engine.connect() as conn:
-        queued = set(
-            await conn.scalars(
-                select(Delivery.id).where(
-                    Delivery.subscription_id.in_(subs), Delivery.status == "pending"
-                )
-            )
-        )
-    assert len(queued) == 2 * EVENTS
-
+    subs = [await subscribe(services, org, receiver.url(f"/{i}")) for i in range(SUBSCRIPTIONS)]
     machines = [
         Machine(engine, services.clock, sender, services.secret_box, batch=20) for engine in engines
     ]
@@ -92,6 +76,20 @@ async def test_two_machines_attempt_each_delivery_exactly_once(
     started = time.monotonic()
     running = [asyncio.create_task(m.run(stop)) for m in machines]
     try:
+        # Events committed one by one while both machines run; after each, both are woken,
+        # as the NOTIFY of the commit wakes every worker that LISTENs.
+        for _ in range(EVENTS):
+            async with services.engine.begin() as conn:
+                await outbox.record(
+                    conn, org.id, [catalogue.SQUAWK_CREATED], DATA, services.clock.now()
+                )
+            for m in machines:
+                m.kick()
+        async with services.engine.connect() as conn:
+            queued = set(
+                await conn.scalars(select(Delivery.id).where(Delivery.subscription_id.in_(subs)))
+            )
+        assert len(queued) == SUBSCRIPTIONS * EVENTS
         while len(receiver.requests) < len(queued):
             assert time.monotonic() - started < BOUND_SECONDS, (
                 f"{len(receiver.requests)} of {len(queued)} delivered"
@@ -109,7 +107,9 @@ async def test_two_machines_attempt_each_delivery_exactly_once(
     assert len(receiver.requests) == len(queued)
     assert set(heard) == {str(d) for d in queued}
     assert set(heard.values()) == {1}
-    assert Counter(r.path for r in receiver.requests) == {"/a": EVENTS, "/b": EVENTS}
+    assert Counter(r.path for r in receiver.requests) == {
+        f"/{i}": EVENTS for i in range(SUBSCRIPTIONS)
+    }
     # Both machines worked, and never on the same delivery.
     first, second = (set(m.claimed) for m in machines)
     assert first

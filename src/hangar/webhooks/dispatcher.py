@@ -1,31 +1,37 @@
 """The delivery path: claims due deliveries from the queue tables and attempts them.
 
-A claim sets a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so workers on any number of
-machines never take the same delivery at once). Each claimed delivery runs as its own task,
-so one slow receiver holds up nobody else. Outcomes are written in batches (`records`), and
-only by the worker whose lease it still is; a worker that dies mid-attempt, or before its
-outcome is committed, simply lets its lease run out, and the delivery is attempted again
-(at least once delivery).
+No tenant waits for another. A claim takes only as many deliveries as the dispatcher has free
+attempt slots, so nothing it leases waits behind a busy slot; it takes them by turn across
+subscriptions (every subscription's oldest due delivery before anyone's second), and never
+more than `queue.MAX_IN_FLIGHT` in flight to one subscription, counted from the live leases
+of every worker. So one endpoint's backlog, however slow, holds at most that many slots, and
+another subscription's due delivery goes out at the next claim: at once, when a slot is
+free (each attempt that ends frees one and wakes the loop). A slow endpoint is served more
+slowly, never dropped or disabled for being slow.
+
+A claim sets a lease (`SKIP LOCKED` on PostgreSQL, so workers on any number of machines never
+take the same delivery at once; see `_Claiming` for how they share the caps). Each claimed
+delivery runs as its own task. Outcomes are written in batches (`records`), and only by the
+worker whose lease it still is; a worker that dies mid-attempt, or before its outcome is
+committed, simply lets its lease run out, and the delivery is attempted again (at least once
+delivery).
 
 Stopping (SIGTERM) claims nothing more: attempts under way finish (each within its 10 s
-timeout) and are recorded, and claimed deliveries not yet started are given back at once
-(their leases cleared and the other workers woken), so a stop takes one attempt's time at
-most and loses no delivery.
+timeout) and are recorded. Since nothing is leased before it has a slot, nothing claimed is
+left unstarted, so a stop takes one attempt's time at most and loses no delivery.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, or_, select, update
+from sqlalchemy import Integer, Select, bindparam, func, select, true, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.clock import Clock
@@ -42,7 +48,7 @@ from hangar.metrics import (
 )
 from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
-from hangar.webhooks.outbox import wake_dispatchers
+from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, is_due, is_in_flight, is_pending
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
@@ -52,9 +58,8 @@ log = logging.getLogger("hangar.webhooks")
 MAX_ATTEMPTS = 3
 # The wait before attempt 2 and before attempt 3.
 RETRY_WAITS = (timedelta(seconds=2), timedelta(seconds=8))
-# Longer than the 10 s attempt timeout with room to record it; after this a delivery is
-# considered abandoned by its worker and may be claimed again.
-LEASE = timedelta(seconds=60)
+# The longest an idle dispatcher sleeps without being kicked.
+IDLE_SECONDS = 30.0
 # The metrics' `event` label: a known name, or "other" (the label's values stay bounded).
 _EVENT_LABELS = frozenset((*EVENT_NAMES, TEST_PING))
 
@@ -80,14 +85,6 @@ class Claimed:
     deleted: bool
     data: str
     event_at: datetime  # when the event was recorded: the first attempt's delay is from then
-
-
-def _due(now: Any) -> Any:
-    return (
-        (Delivery.status == "pending")
-        & (Delivery.next_attempt_at <= now)
-        & or_(Delivery.lease_until.is_(None), Delivery.lease_until <= now)
-    )
 
 
 def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
@@ -116,31 +113,157 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
     )
 
 
+def _busy(subscription_id: Any, now: Any) -> Any:
+    """How many attempts the subscription has in flight (live leases, any worker's)."""
+    f = Delivery.__table__.alias("in_flight")
+    return (
+        select(func.count())
+        .select_from(f)
+        .where(f.c.subscription_id == subscription_id, is_in_flight(now, f))
+        .scalar_subquery()
+    )
+
+
+def _with_due_work(now: Any) -> Any:
+    """Every subscription with pending deliveries, found by a skip scan of the queue index
+    (one probe per subscription, however long its backlog), with how many attempts it has in
+    flight and when its oldest due delivery became due (NULL: nothing due now)."""
+    q = Delivery.__table__.alias("q")
+
+    def after(previous: Any) -> Any:
+        step = select(q.c.subscription_id).where(is_pending(q))
+        if previous is not None:
+            step = step.where(q.c.subscription_id > previous)
+        return step.order_by(q.c.subscription_id).limit(1).scalar_subquery()
+
+    walk = select(after(None).label("id")).cte("walk", recursive=True)
+    walk = walk.union_all(select(after(walk.c.id)).where(walk.c.id.is_not(None)))
+    head = Delivery.__table__.alias("head")
+    oldest_due = (
+        select(head.c.next_attempt_at)
+        .where(head.c.subscription_id == walk.c.id, is_due(now, head))
+        .order_by(head.c.next_attempt_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return (
+        select(
+            walk.c.id.label("subscription_id"),
+            _busy(walk.c.id, now).label("busy"),
+            oldest_due.label("head"),
+        )
+        .where(walk.c.id.is_not(None))
+        .cte("with_due_work")
+    )
+
+
+def _turns(room: Any, now: Any, dialect: str) -> Any:
+    """For each subscription of `room` (subscription_id, busy), its oldest due deliveries,
+    at most MAX_IN_FLIGHT of them, each with its turn: the subscription's attempts in flight
+    plus its place in the subscription's queue. Claiming by turn is round robin: every
+    subscription's first waiting delivery before anyone's second, and one with attempts in
+    flight after those without."""
+    d = Delivery.__table__.alias("d")
+    oldest = (
+        select(d.c.id, d.c.next_attempt_at)
+        .where(d.c.subscription_id == room.c.subscription_id, is_due(now, d))
+        .order_by(d.c.next_attempt_at, d.c.id)
+        .limit(MAX_IN_FLIGHT)
+    )
+    candidates: Any
+    if dialect == "postgresql":
+        candidates = oldest.lateral("candidate")
+        source = room.join(candidates, true())
+    else:
+        # SQLite has no LATERAL: the same rows, as a correlated IN on the primary key.
+        candidates = Delivery.__table__.alias("candidate")
+        source = room.join(
+            candidates, candidates.c.id.in_(oldest.with_only_columns(d.c.id).scalar_subquery())
+        )
+    place = func.row_number().over(
+        partition_by=room.c.subscription_id,
+        order_by=(candidates.c.next_attempt_at, candidates.c.id),
+    )
+    return (
+        select(
+            candidates.c.id,
+            candidates.c.next_attempt_at,
+            (room.c.busy + place).label("turn"),
+        )
+        .select_from(source)
+        .cte("turns")
+    )
+
+
 class _Claiming:
     """The claim's statements, built once: constructing them and computing their cache keys
     at every claim was a visible share of the time between a commit and its delivery (G7).
-    Bound parameters: `now` and `lease` (the new lease's end); `ids` for `read`."""
+    Bound parameters: `now`, `lease` (the new lease's end) and `slots` (how many to take);
+    `subscriptions` for PostgreSQL's `lease`, `ids` for SQLite's `read`.
 
-    def __init__(self, dialect: str, batch: int) -> None:
+    PostgreSQL, where any number of workers claim at once, in one transaction:
+    1. `lock`: the subscriptions with due work and room under their cap, locked
+       (FOR NO KEY UPDATE SKIP LOCKED: a subscription another worker is claiming for is left
+       to it, and nobody waits). Outbox inserts only take KEY SHARE, so they never wait.
+    2. `lease`: in a new statement, so with a snapshot taken after the locks: counts each
+       locked subscription's live leases, which every claim before it committed, and leases
+       by turn what fits under the cap and in `slots`; returns them with what attempts need.
+    One statement could not do it: its snapshot predates the locks it takes, so it would not
+    see the leases of a claim that committed in between, and two workers would each fill
+    the same subscription's cap.
+
+    SQLite has one writer: `lease` is one UPDATE (its reads see every committed lease), then
+    `read` in the same transaction.
+    """
+
+    def __init__(self, dialect: str) -> None:
         now = bindparam("now", type_=UTCDateTime())
-        due = (
-            select(Delivery.id)
-            .where(_due(now))
-            .order_by(Delivery.next_attempt_at)
-            .limit(batch)
-            .with_for_update(skip_locked=True)
+        slots = bindparam("slots", type_=Integer())
+        table = Delivery.__table__
+        self.lock: Select[Any] | None = None
+        if dialect == "postgresql":
+            waiting = _with_due_work(now)
+            self.lock = (
+                select(Subscription.id)
+                .join(waiting, waiting.c.subscription_id == Subscription.id)
+                .where(waiting.c.head.is_not(None), waiting.c.busy < MAX_IN_FLIGHT)
+                .order_by(waiting.c.busy, waiting.c.head)
+                .limit(slots)
+                .with_for_update(of=Subscription, key_share=True, skip_locked=True)
+            )
+            room = (
+                select(
+                    Subscription.id.label("subscription_id"),
+                    _busy(Subscription.id, now).label("busy"),
+                )
+                .where(Subscription.id.in_(bindparam("subscriptions", expanding=True)))
+                .cte("room")
+            )
+        else:
+            room = _with_due_work(now)
+        turns = _turns(room, now, dialect)
+        chosen = (
+            select(turns.c.id)
+            .where(turns.c.turn <= MAX_IN_FLIGHT)
+            .order_by(turns.c.turn, turns.c.next_attempt_at)
+            .limit(slots)
         )
+        if dialect == "postgresql":
+            # Locked without waiting: a row a recorder holds (a late outcome of a lease that
+            # ran out) is left for the next claim, rather than waited on while holding the
+            # subscription's lock.
+            chosen = (
+                select(table.c.id)
+                .where(table.c.id.in_(chosen), is_due(now))
+                .with_for_update(skip_locked=True)
+            )
         lease = (
             update(Delivery)
-            .where(Delivery.id.in_(due.scalar_subquery()))
+            .where(Delivery.id.in_(chosen), is_due(now))
             .values(lease_until=bindparam("lease", type_=UTCDateTime()))
         )
-        # PostgreSQL: one statement. SQLite (no data-modifying CTEs): `lease`, then `read`,
-        # in one transaction.
         self.lease_and_read: Select[Any] | None = None
         if dialect == "postgresql":
-            # One statement, so one round trip and its own transaction (autocommit): the
-            # lease is taken in a data-modifying CTE and read with what the attempts need.
             leased = lease.returning(
                 Delivery.id,
                 Delivery.subscription_id,
@@ -152,9 +275,21 @@ class _Claiming:
             ).cte("leased")
             self.lease_and_read = _with_what_attempts_need(leased)
         self.lease = lease.returning(Delivery.id)
-        table = Delivery.__table__
         self.read = _with_what_attempts_need(table).where(
             table.c.id.in_(bindparam("ids", expanding=True))
+        )
+        # When something not claimable now may become so: the soonest retry wait to end, or
+        # the soonest lease to run out.
+        pending = is_pending()
+        self.next_change = select(
+            select(func.min(Delivery.next_attempt_at))
+            .where(pending, Delivery.next_attempt_at > now)
+            .scalar_subquery()
+            .label("retry"),
+            select(func.min(Delivery.lease_until))
+            .where(pending, Delivery.lease_until.is_not(None))
+            .scalar_subquery()
+            .label("lease"),
         )
 
 
@@ -180,36 +315,41 @@ class Dispatcher:
         # delivery to a subscription; the secret never changes (no rotation in place: a new
         # one means a new subscription, with a new sealed value).
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
-        self._batch = batch
-        self._slots = asyncio.Semaphore(concurrency)
+        self._batch = batch  # the most one claim takes
+        self._concurrency = concurrency  # attempt slots: attempts under way at once
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._recorder = Recorder(engine)
-        self._claiming = _Claiming(engine.dialect.name, batch)
+        self._claiming = _Claiming(engine.dialect.name)
 
     # --- the loop -------------------------------------------------------------------
 
     def kick(self) -> None:
-        """New work may be due: stop sleeping."""
+        """New work may be due, or a slot (or a subscription's room) came free: stop
+        sleeping."""
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             # Cleared before looking for work, so a kick that comes while we look (a new
-            # event, a retry just scheduled) still cuts the coming sleep short.
+            # event, a retry just scheduled, an attempt finished) still cuts the coming sleep
+            # short.
             self._wake.clear()
+            wait = IDLE_SECONDS
             try:
-                claimed = await self.claim()
-                for index, delivery in enumerate(claimed):
-                    if not await self._take_slot(stop):
-                        await self._release(claimed[index:])
-                        break
-                    task = asyncio.create_task(self._attempt_in_slot(delivery))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                if len(claimed) == self._batch:
-                    continue  # more may be waiting
-                wait = await self._seconds_until_next_due()
+                # Only what there are slots for: a delivery leased here waits for nobody,
+                # and what is not leased stays claimable by every worker.
+                want = min(self._concurrency - len(self._tasks), self._batch)
+                if want > 0:
+                    claimed = await self.claim(want)
+                    for delivery in claimed:
+                        task = asyncio.create_task(self._attempt_safely(delivery))
+                        self._tasks.add(task)
+                        task.add_done_callback(self._finished)
+                    if len(claimed) == want:
+                        continue  # more may be due; with no slot left, the next turn sleeps
+                    wait = await self._seconds_until_next_due()
+                # Every slot busy: an attempt that ends kicks the loop awake.
             except Exception:
                 DATABASE_ERRORS.labels("dispatcher").inc()  # claiming is all database work
                 log.exception("dispatcher: claiming failed; retrying shortly")
@@ -223,80 +363,49 @@ class Dispatcher:
                 s.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _take_slot(self, stop: asyncio.Event) -> bool:
-        """A slot for one attempt; False, with no slot taken, once `stop` is set (before or
-        while waiting for one): a stopping dispatcher starts no attempt."""
-        if stop.is_set():
-            return False
-        if not self._slots.locked():
-            await self._slots.acquire()  # free: returns at once
-            return True
-        acquiring = asyncio.ensure_future(self._slots.acquire())
-        stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait((acquiring, stopping), return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not acquiring.done():
-            # Semaphore.acquire, cancelled, hands a slot it was just given to the next waiter.
-            acquiring.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await acquiring
-            return False
-        if stop.is_set():
-            self._slots.release()
-            return False
-        return True
-
-    async def _release(self, deliveries: Sequence[Claimed]) -> None:
-        """Gives back claimed deliveries that were never attempted: due again at once, for
-        any worker (woken by the commit), instead of when their leases would have run out."""
-        try:
-            async with self._engine.begin() as conn:
-                await conn.execute(
-                    update(Delivery)
-                    .where(
-                        Delivery.id == bindparam("r_id"),
-                        Delivery.status == "pending",
-                        Delivery.lease_until == bindparam("r_lease", type_=UTCDateTime()),
-                    )
-                    .values(lease_until=None),
-                    [{"r_id": d.id, "r_lease": d.lease_until} for d in deliveries],
-                )
-                await wake_dispatchers(conn)
-        except Exception:
-            log.exception("dispatcher: could not release %d leases; they run out", len(deliveries))
-
-    async def run_once(self) -> int:
-        """Claims what is due now and attempts it all; for tests and `jobs`-style use."""
-        claimed = await self.claim()
-        await asyncio.gather(*(self._attempt_in_slot(d, acquired=False) for d in claimed))
+    async def run_once(self, slots: int | None = None) -> int:
+        """Claims what is due now (up to `slots`, by default one claim's worth) and attempts
+        it all; for tests and `jobs`-style use."""
+        claimed = await self.claim(slots)
+        await asyncio.gather(*(self._attempt_safely(d) for d in claimed))
         return len(claimed)
 
     async def _seconds_until_next_due(self) -> float:
+        """Until something not claimable now may become so: a retry's wait ending, or a
+        lease running out (a worker died). Due deliveries held back by their subscription's
+        cap are not in it: the attempt that ends and makes room kicks its worker."""
         now = self._clock.now()
-        async with self._engine.connect() as conn:
-            soonest = await conn.scalar(
-                select(
-                    func.min(func.coalesce(Delivery.lease_until, Delivery.next_attempt_at))
-                ).where(Delivery.status == "pending")
-            )
-        if soonest is None:
-            return 30.0  # idle: a new event kicks us awake anyway
-        if soonest.tzinfo is None:  # SQLite through an aggregate loses the column type
-            soonest = soonest.replace(tzinfo=now.tzinfo)
-        return min(max((soonest - now).total_seconds(), 0.0), 30.0)
+        async with reader(self._engine).connect() as conn:
+            row = (await conn.execute(self._claiming.next_change, {"now": now})).one()
+        # SQLite, through an aggregate, loses the column type: a naive UTC time.
+        times = [t if t.tzinfo else t.replace(tzinfo=now.tzinfo) for t in row if t is not None]
+        if not times:
+            return IDLE_SECONDS  # a new event kicks us awake anyway
+        seconds: float = (min(times) - now).total_seconds()
+        return min(max(seconds, 0.0), IDLE_SECONDS)
 
     # --- claiming -------------------------------------------------------------------
 
-    async def claim(self) -> list[Claimed]:
+    async def claim(self, slots: int | None = None) -> list[Claimed]:
+        """Leases up to `slots` due deliveries (by default one claim's worth), by turn across
+        subscriptions and never past a subscription's cap of attempts in flight (see
+        `_Claiming`)."""
+        slots = self._batch if slots is None else slots
         now = self._clock.now()
         lease_until = now + self.lease
-        times = {"now": now, "lease": lease_until}
+        times = {"now": now, "lease": lease_until, "slots": slots}
         statements = self._claiming
-        if statements.lease_and_read is not None:
-            async with reader(self._engine).connect() as conn:
-                rows = (await conn.execute(statements.lease_and_read, times)).all()
-        else:
-            async with self._engine.begin() as conn:
+        async with self._engine.begin() as conn:
+            if statements.lock is not None and statements.lease_and_read is not None:
+                subscriptions = (await conn.scalars(statements.lock, times)).all()
+                if not subscriptions:
+                    return []
+                rows = (
+                    await conn.execute(
+                        statements.lease_and_read, {**times, "subscriptions": subscriptions}
+                    )
+                ).all()
+            else:
                 ids = (await conn.scalars(statements.lease, times)).all()
                 if not ids:
                     return []
@@ -305,15 +414,17 @@ class Dispatcher:
 
     # --- one attempt ----------------------------------------------------------------
 
-    async def _attempt_in_slot(self, delivery: Claimed, *, acquired: bool = True) -> None:
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        # A slot is free, and the subscription has room under its cap again.
+        self._tasks.discard(task)
+        self.kick()
+
+    async def _attempt_safely(self, delivery: Claimed) -> None:
         try:
             await self.attempt(delivery)
         except Exception:
             # The lease runs out and the delivery is tried again; never lose it.
             log.exception("dispatcher: attempt of delivery %s failed unexpectedly", delivery.id)
-        finally:
-            if acquired:
-                self._slots.release()
 
     async def attempt(self, delivery: Claimed) -> None:
         is_test = delivery.event_name == TEST_PING

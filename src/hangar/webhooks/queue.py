@@ -1,0 +1,53 @@
+"""What the delivery queue's states mean, in one place: the dispatcher claims by them, and a
+subscription's health (what waits, what is in flight) is counted by them.
+
+A pending delivery is either *in flight* (leased: a worker is attempting it, or died while
+it did and the lease has not run out) or *waiting*: due now, or due later (a retry's wait).
+Each subscription has at most `MAX_IN_FLIGHT` in flight at once, counted from the live leases
+in the database, so the bound holds across every worker on every machine.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, literal_column, or_
+
+from hangar.webhooks.models import Delivery
+
+# Attempts in flight at once to one subscription, across all workers. Four keeps a small
+# receiver (a few threads or processes behind it) from being sent a burst of simultaneous
+# POSTs, and still serves far more than a flight school produces: 4 at a time is 24 a minute
+# to an endpoint that takes the whole 10 s timeout, 240 a minute at 1 s, thousands at 100 ms
+# (an organization records about 10 events a minute). With 100 attempt slots per worker,
+# it takes 25 endpoints that are all slow at once to fill a worker; until then, every other
+# subscription's due delivery finds a free slot at the next claim.
+MAX_IN_FLIGHT = 4
+
+# Longer than the 10 s attempt timeout with room to record it; after this a delivery is
+# considered abandoned by its worker and may be claimed again.
+LEASE = timedelta(seconds=60)
+
+
+# Written into the SQL, not bound: only then can the planners use the partial indexes on
+# pending deliveries (a parameter's value is unknown when a statement is prepared).
+PENDING = literal_column("'pending'", String)
+
+
+def is_pending(table: Any = Delivery.__table__) -> ColumnElement[bool]:
+    status: ColumnElement[str] = table.c.status
+    return status == PENDING
+
+
+def is_due(now: Any, table: Any = Delivery.__table__) -> ColumnElement[bool]:
+    """Pending, due by `now`, and leased by nobody (or by a worker whose lease ran out)."""
+    c = table.c
+    due: ColumnElement[bool] = c.next_attempt_at <= now
+    return is_pending(table) & due & or_(c.lease_until.is_(None), c.lease_until <= now)
+
+
+def is_in_flight(now: Any, table: Any = Delivery.__table__) -> ColumnElement[bool]:
+    """Pending and leased: a worker holds it until its lease runs out (at `now` or later)."""
+    leased: ColumnElement[bool] = table.c.lease_until > now
+    return is_pending(table) & leased
