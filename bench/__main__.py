@@ -313,13 +313,14 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
 
 
 def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
-    """G6, G7 and G8 against one database, and G9's worker memory with G6."""
+    """G6, G7, G13 and G8 against one database, and G9's worker memory with G6."""
     import asyncio
     import statistics
 
     from bench import webhooks
     from bench.setup import SECRET, hangar, hangar_env
     from hangar.config import Settings
+    from hangar.webhooks.queue import MAX_IN_FLIGHT
 
     hangar(hangar_env(database_url, None), "db", "upgrade")
     settings = Settings(database_url=database_url, secret_key=SECRET)
@@ -343,6 +344,24 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
             )
         except Exception as exc:
             run.add(Row.failed("G6", f"delivery throughput, {label}", ">= 0.80x", exc))
+        log(f"G6: {events} events x 1 subscription (its cap: {MAX_IN_FLIGHT} in flight), {label}")
+        try:
+            t = asyncio.run(webhooks.throughput(settings, events, 1, MAX_IN_FLIGHT, free_port()))
+            run.add(
+                Row(
+                    "G6",
+                    f"contrast: {t.deliveries:,} deliveries to one subscription (at most "
+                    f"{MAX_IN_FLIGHT} in flight, its cap), receiver answering in 10 ms, {label}: "
+                    f"dispatcher vs bare aiohttp client {MAX_IN_FLIGHT} at a time",
+                    f"{t.hangar:,.0f} deliveries/s",
+                    f"{t.bare:,.0f} POSTs/s",
+                    t.hangar / t.bare,
+                    "(for contrast)",
+                    None,
+                )
+            )
+        except Exception as exc:
+            run.add(Row.failed("G6", f"one subscription's throughput, {label}", "", exc))
     if g6:
         g9_events = 100 if quick else 10_000
         log(f"G9: a worker process drains {g9_events * 10:,} pending deliveries, {label}")
@@ -386,6 +405,29 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         )
     except Exception as exc:
         run.add(Row.failed("G7", f"commit -> first byte, {label}", "", exc))
+    backlog = 100 if quick else 1000
+    log(f"G13: a healthy organization's G7 while another's endpoint is slow, {label}")
+    try:
+        phases = asyncio.run(webhooks.fairness(settings, samples, backlog, free_port()))
+        quiet = phases[0]
+        quiet_p99 = webhooks.percentile(quiet.ms, 0.99)
+        for phase in phases[1:]:
+            p99 = webhooks.percentile(phase.ms, 0.99)
+            run.add(
+                Row(
+                    "G13",
+                    f"a healthy organization's commit -> first byte while another organization's "
+                    f"{phase.name} has {backlog:,} deliveries queued ({phase.slow_attempts} of "
+                    f"them attempted meanwhile), {label}: vs quiet",
+                    webhooks.summary(phase.ms),
+                    "quiet: " + webhooks.summary(quiet.ms),
+                    p99 / quiet_p99,
+                    "p99 <= 2x quiet and <= 250 ms",
+                    p99 <= 2 * quiet_p99 and p99 <= 250 and len(phase.ms) == samples,
+                )
+            )
+    except Exception as exc:
+        run.add(Row.failed("G13", f"fair delivery, {label}", "", exc))
     log(f"G8: retry waits, {label}")
     try:
         limit_s = 35.0 if quick else 80.0

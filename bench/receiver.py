@@ -4,7 +4,9 @@
 
 Every POST is logged with the time its headers arrived (time.time(), the same clock as the
 benchmark's), its path, X-Service-Delivery and the `seq` in its data, and answered after
---delay-ms. Paths ending in /fail2 answer 500 to the first two attempts of each delivery.
+--delay-ms, or after MS milliseconds for a path that starts with /delay/MS/ (a slow endpoint,
+or with MS past the 10 s attempt timeout, one that times out). Paths ending in /fail2 answer
+500 to the first two attempts of each delivery.
 GET /log returns the log as JSON; GET /health answers ok.
 """
 
@@ -42,8 +44,11 @@ def main() -> None:
             seq = None
         log.append([arrived, request.path, delivery, seq])
         seen[delivery] += 1
-        if delay:
-            await asyncio.sleep(delay)
+        wait = delay
+        if request.path.startswith("/delay/"):
+            wait = float(request.path.split("/")[2]) / 1000
+        if wait:
+            await asyncio.sleep(wait)
         if request.path.endswith("/fail2") and seen[delivery] <= 2:
             return web.Response(status=500, text="failing on purpose")
         return web.Response(text="ok")

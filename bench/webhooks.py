@@ -38,7 +38,7 @@ from hangar.orgs.commands import create_org
 from hangar.process import Worker
 from hangar.services import build_services
 from hangar.webhooks.models import Delivery, Event, Subscription
-from hangar.webhooks.outbox import pending_delivery, record, serialize
+from hangar.webhooks.outbox import pending_delivery, record, serialize, wake_dispatchers
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
@@ -347,22 +347,73 @@ async def _bare_round(
 async def latency(settings: Settings, samples: int, port: int) -> list[float]:
     """Commit of a product action's transaction → its delivery's first byte at the
     receiver, with the dispatcher idle before each; milliseconds."""
-    committed: dict[int, float] = {}
     async with delivering(settings, port, 0.0, "Bench Hooks G7", ["/g7"]) as run:
         await asyncio.sleep(0.5)
-        for seq in range(samples):
-            async with run.services.engine.begin() as conn:
-                await record(conn, run.org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
-            committed[seq] = time.time()
-            # The arrival is timed by the receiver; looking for the end here only keeps
-            # the samples apart. It waits first, and polls slowly: a poll every few ms
-            # would compete for this event loop and the database with the delivery it
-            # is waiting for (it added milliseconds to the claim and the TLS handshake).
-            await asyncio.sleep(0.1)
-            await drained(run.services.engine, run.org_id, 5, 0.05)
-            await asyncio.sleep(0.2)  # idle again
-        arrivals = {entry[3]: entry[0] for entry in await run.rx.log()}
+        return await _commit_to_arrival(run, range(samples))
+
+
+async def _commit_to_arrival(run: Delivering, seqs: range) -> list[float]:
+    """For each of `seqs`, one event of `run`'s organization committed once its previous
+    delivery has arrived and 0.2 s have passed: milliseconds from each commit to the first
+    byte of its delivery at the receiver."""
+    committed: dict[int, float] = {}
+    for seq in seqs:
+        async with run.services.engine.begin() as conn:
+            await record(conn, run.org_id, ["squawk.created"], _data(seq), datetime.now(UTC))
+        committed[seq] = time.time()
+        # The arrival is timed by the receiver; looking for the end here only keeps the
+        # samples apart. It waits first, and polls slowly: a poll every few ms would compete
+        # for this event loop and the database with the delivery it is waiting for (it
+        # added milliseconds to the claim and the TLS handshake).
+        await asyncio.sleep(0.1)
+        await drained(run.services.engine, run.org_id, 5, 0.05)
+        await asyncio.sleep(0.2)  # idle again
+    arrivals = {entry[3]: entry[0] for entry in await run.rx.log() if entry[3] in committed}
     return [(arrivals[s] - t) * 1000 for s, t in committed.items() if s in arrivals]
+
+
+# --- G13 ------------------------------------------------------------------------------------
+
+# The other organization's endpoint in G13: answering after 8 s, then not answering within the
+# 10 s attempt timeout (the receiver answers after 12 s).
+G13_PHASES = (("8 s endpoint", 8000), ("timing-out endpoint", 12000))
+
+
+@dataclass
+class Phase:
+    name: str
+    ms: list[float]  # the healthy organization's commit-to-arrival times
+    slow_attempts: int  # attempts the slow endpoint had received by the phase's end
+
+
+async def fairness(settings: Settings, samples: int, backlog_size: int, port: int) -> list[Phase]:
+    """G7's measure for a healthy organization, quiet, then while another organization's
+    endpoint is slow (G13_PHASES) with `backlog_size` deliveries queued for it; one worker,
+    as `hangar worker` runs it."""
+    async with delivering(settings, port, 0.0, "Bench Hooks G13", ["/g13/healthy"]) as run:
+        engine = run.services.engine
+        await asyncio.sleep(0.5)
+        phases = [Phase("quiet", await _commit_to_arrival(run, range(samples)), 0)]
+        for index, (name, delay_ms) in enumerate(G13_PHASES, start=1):
+            # A new organization each time: the previous one's backlog is set aside.
+            slow = await new_org(engine, f"Bench Hooks G13 slow {index}")
+            path = f"/delay/{delay_ms}/g13/slow"
+            await subscribe(run.services, slow, [run.rx.url(path)])
+            await backlog(settings, slow, backlog_size)
+            async with engine.begin() as conn:
+                await wake_dispatchers(conn)  # the backlog was written in bulk
+            for _ in range(100):  # until the slow endpoint has its first attempts
+                if any(entry[1] == path for entry in await run.rx.log()):
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
+            seqs = range(index * 10_000, index * 10_000 + samples)
+            ms = await _commit_to_arrival(run, seqs)
+            started = sum(1 for entry in await run.rx.log() if entry[1] == path)
+            phases.append(Phase(name, ms, started))
+        # What is still queued for the slow endpoints is not the next row's business.
+        await new_org(engine, "Bench Hooks G13 end")
+        return phases
 
 
 # --- G8 -------------------------------------------------------------------------------------
