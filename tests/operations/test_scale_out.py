@@ -63,6 +63,9 @@ pytestmark = [
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 STARTUP_S = 120.0  # four processes and nginx starting at once on a loaded 2-core machine
 LEASE_S = 8.0  # the workers' lease (production: 60 s): long enough for any attempt here
+# Each worker's attempt slots (production: 100). The subscriber's cap (4 in flight, across
+# workers) is then shared by both: neither can take it all, so both deliver.
+WORKER_SLOTS = 2
 PER_MINUTE = 60  # the spec's requests per key per calendar minute
 BURST = 50  # squawks reported in the burst
 KILL_BURST = 40  # squawks reported while a server and a worker are killed
@@ -168,7 +171,14 @@ async def topology(
             (where / f"worker-{n}").mkdir()
         workers = [
             await stack.enter_async_context(
-                worker_process(database_url, ca, where / f"worker-{n}", repo_root, lease_s=LEASE_S)
+                worker_process(
+                    database_url,
+                    ca,
+                    where / f"worker-{n}",
+                    repo_root,
+                    lease_s=LEASE_S,
+                    slots=WORKER_SLOTS,
+                )
             )
             for n in (1, 2)
         ]

@@ -8,6 +8,7 @@ import asyncio
 import time
 import uuid
 
+import asyncpg
 import pytest
 from sqlalchemy import event, text
 
@@ -154,12 +155,24 @@ async def test_a_running_worker_retries_when_the_retry_is_due(
 
 
 async def test_a_claim_is_two_statements(
-    services: Services, org: Org, receiver: Receiver, sender: Sender
+    services: Services,
+    org: Org,
+    receiver: Receiver,
+    sender: Sender,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Each round trip of a claim is latency between a commit and its delivery (G7).
     await subscribe(services, org, receiver.url())
     await fire(services, org)
     statements: list[str] = []
+    # PostgreSQL: the claim runs on asyncpg's own connection; SQLite: through SQLAlchemy.
+    fetch = asyncpg.Connection.fetch
+
+    async def counted(conn: asyncpg.Connection, query: str, *args: object) -> object:
+        statements.append(query)
+        return await fetch(conn, query, *args)
+
+    monkeypatch.setattr(asyncpg.Connection, "fetch", counted)
     listener = lambda *args: statements.append(args[2])  # noqa: E731
     event.listen(services.engine.sync_engine, "before_cursor_execute", listener)
     try:

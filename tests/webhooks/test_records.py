@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from hangar.ids import new_id
 from hangar.kit.services import Services
@@ -86,7 +87,7 @@ async def test_outcomes_finishing_together_share_one_transaction(
     listener = lambda _conn: commits.append(1)  # noqa: E731
     event.listen(services.engine.sync_engine, "commit", listener)
     try:
-        recorder = Recorder(services.engine)
+        recorder: Recorder[Claimed] = Recorder(services.engine)
         held = await asyncio.gather(
             *(recorder.write(outcome(services, c, "succeeded")) for c in claims)
         )
@@ -109,7 +110,7 @@ async def test_only_leases_still_held_are_written(
             .where(Delivery.id == lost.id)
             .values(lease_until=lost.lease_until + timedelta(seconds=90))
         )
-    recorder = Recorder(services.engine)
+    recorder: Recorder[Claimed] = Recorder(services.engine)
     held = await asyncio.gather(
         recorder.write(outcome(services, lost, "succeeded")),
         recorder.write(outcome(services, kept, "succeeded")),
@@ -141,7 +142,7 @@ async def test_the_failure_run_follows_the_order_of_the_batch(
 ) -> None:
     sub_id = await subscribe(services, org, receiver.url(), consecutive_failures=2)
     claims = await claimed(services, sender, org, len(order))
-    recorder = Recorder(services.engine)
+    recorder: Recorder[Claimed] = Recorder(services.engine)
     await asyncio.gather(
         *(recorder.write(outcome(services, c, s)) for c, s in zip(claims, order, strict=True))
     )
@@ -158,7 +159,7 @@ async def test_an_outcome_the_database_refuses_does_not_lose_the_others(
     broken = outcome(services, bad, "succeeded")
     assert broken.attempt is not None
     broken.attempt["delivery_id"] = new_id()  # no such delivery: a foreign key violation
-    recorder = Recorder(services.engine)
+    recorder: Recorder[Claimed] = Recorder(services.engine)
     refused, held = await asyncio.gather(
         recorder.write(broken),
         recorder.write(outcome(services, good, "succeeded")),
@@ -171,3 +172,77 @@ async def test_an_outcome_the_database_refuses_does_not_lose_the_others(
         ("pending", 0),
         ("succeeded", 1),
     ]
+
+
+class Refills:
+    """A dispatcher's refilling, minus starting the attempts: what each batch claimed."""
+
+    def __init__(self, work: Dispatcher, slots: int) -> None:
+        self.work, self.slots = work, slots
+        self.found: list[list[Claimed] | None] = []
+
+    def slots_after(self, finishing: int) -> int:
+        return self.slots
+
+    async def claim_on(self, conn: Any, slots: int) -> list[Claimed]:
+        return await self.work.claim_on(conn, slots)
+
+    def refilled(self, found: list[Claimed] | None) -> None:
+        self.found.append(found)
+
+
+async def test_a_batch_refills_the_slots_it_frees_in_its_own_transaction(
+    services: Services, org: Org, sender: Sender, receiver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dispatcher_module, "MAX_IN_FLIGHT", 2)
+    sub_id = await subscribe(services, org, receiver.url())
+    for _ in range(5):
+        await fire(services, org)
+    work = Dispatcher(services.engine, services.clock, sender, services.secret_box)
+    first = await work.claim()
+    assert len(first) == 2  # the cap
+    refills = Refills(work, slots=10)
+    recorder: Recorder[Claimed] = Recorder(services.engine)
+    recorder.refill = refills
+    commits: list[int] = []
+    listener = lambda _conn: commits.append(1)  # noqa: E731
+    event.listen(services.engine.sync_engine, "commit", listener)
+    try:
+        await asyncio.gather(*(recorder.write(outcome(services, c, "succeeded")) for c in first))
+    finally:
+        event.remove(services.engine.sync_engine, "commit", listener)
+
+    # One commit settled both and leased the next two: the room the two outcomes made.
+    assert len(commits) == 1
+    [refilled] = refills.found
+    assert refilled is not None
+    assert len(refilled) == 2
+    assert {c.id for c in refilled}.isdisjoint(c.id for c in first)
+    assert sorted(await deliveries(services.engine, sub_id)) == [
+        ("pending", 0),
+        ("pending", 0),
+        ("pending", 0),
+        ("succeeded", 1),
+        ("succeeded", 1),
+    ]
+
+
+async def test_a_batch_that_fails_refills_nothing_and_says_so(
+    services: Services, org: Org, sender: Sender, receiver: Any
+) -> None:
+    await subscribe(services, org, receiver.url())
+    for _ in range(3):
+        await fire(services, org)
+    work = Dispatcher(services.engine, services.clock, sender, services.secret_box)
+    [c] = await work.claim(1)
+    broken = outcome(services, c, "succeeded")
+    assert broken.attempt is not None
+    broken.attempt["delivery_id"] = new_id()  # no such delivery: a foreign key violation
+    refills = Refills(work, slots=10)
+    recorder: Recorder[Claimed] = Recorder(services.engine)
+    recorder.refill = refills
+    with pytest.raises(IntegrityError):
+        await recorder.write(broken)
+    # Rolled back with the batch: no lease taken; the dispatcher is told to claim itself.
+    assert refills.found == [None]
+    assert len(await work.claim()) == 2

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -41,14 +42,15 @@ BOUND_SECONDS = 20.0
 
 
 class Machine(Dispatcher):
-    """A production dispatcher that also notes what it claimed."""
+    """A production dispatcher that also notes what it claimed (by the loop, or in a batch
+    of outcomes refilling their slots)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.claimed: list[uuid.UUID] = []
 
-    async def claim(self, slots: int | None = None) -> list[Claimed]:
-        got = await super().claim(slots)
+    async def claim_on(self, conn: Any, slots: int) -> list[Claimed]:
+        got = await super().claim_on(conn, slots)
         self.claimed.extend(c.id for c in got)
         return got
 
@@ -69,8 +71,12 @@ async def test_two_machines_attempt_each_delivery_exactly_once(
     engines: tuple[AsyncEngine, AsyncEngine],
 ) -> None:
     subs = [await subscribe(services, org, receiver.url(f"/{i}")) for i in range(SUBSCRIPTIONS)]
+    # Eight slots each and answers that take 50 ms: neither machine can take all the work
+    # (a machine that keeps up refills its slots as it records, and would).
+    receiver.delay = 0.05
     machines = [
-        Machine(engine, services.clock, sender, services.secret_box, batch=20) for engine in engines
+        Machine(engine, services.clock, sender, services.secret_box, batch=20, concurrency=8)
+        for engine in engines
     ]
     stop = asyncio.Event()
     started = time.monotonic()

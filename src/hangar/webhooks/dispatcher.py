@@ -6,8 +6,12 @@ subscriptions (every subscription's oldest due delivery before anyone's second),
 more than `queue.MAX_IN_FLIGHT` in flight to one subscription, counted from the live leases
 of every worker. So one endpoint's backlog, however slow, holds at most that many slots, and
 another subscription's due delivery goes out at the next claim: at once, when a slot is
-free (each attempt that ends frees one and wakes the loop). A slow endpoint is served more
-slowly, never dropped or disabled for being slow.
+free. A slow endpoint is served more slowly, never dropped or disabled for being slow.
+
+Claims happen in two places: the loop claims when woken (a new event's NOTIFY, a retry
+coming due, an idle dispatcher's timer), and each batch of recorded outcomes claims, in its
+own transaction, for the slots it frees (records.Refill): so a slot is refilled as its
+attempt's outcome is committed, with no claim of its own.
 
 A claim sets a lease (`SKIP LOCKED` on PostgreSQL, so workers on any number of machines never
 take the same delivery at once; see `_Claiming` for how they share the caps). Each claimed
@@ -31,13 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, func, select, true, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+import asyncpg
+from sqlalchemy import Integer, Select, Uuid, any_, bindparam, func, select, true, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.clock import Clock
 from hangar.crypto import SecretBox, SecretUnreadable
 from hangar.db.base import UTCDateTime
-from hangar.db.engine import reader
+from hangar.db.engine import Read, pg_transaction, reader
 from hangar.ids import new_id
 from hangar.metrics import (
     ATTEMPTS,
@@ -220,10 +226,10 @@ class _Claiming:
         now = bindparam("now", type_=UTCDateTime())
         slots = bindparam("slots", type_=Integer())
         table = Delivery.__table__
-        self.lock: Select[Any] | None = None
+        self.lock: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
             waiting = _with_due_work(now)
-            self.lock = (
+            lock = (
                 select(Subscription.id)
                 .join(waiting, waiting.c.subscription_id == Subscription.id)
                 .where(waiting.c.head.is_not(None), waiting.c.busy < MAX_IN_FLIGHT)
@@ -231,12 +237,14 @@ class _Claiming:
                 .limit(slots)
                 .with_for_update(of=Subscription, key_share=True, skip_locked=True)
             )
+            self.lock = Read(lock)
+            locked = bindparam("subscriptions", type_=ARRAY(Uuid()))
             room = (
                 select(
                     Subscription.id.label("subscription_id"),
                     _busy(Subscription.id, now).label("busy"),
                 )
-                .where(Subscription.id.in_(bindparam("subscriptions", expanding=True)))
+                .where(Subscription.id == any_(locked))
                 .cte("room")
             )
         else:
@@ -262,7 +270,7 @@ class _Claiming:
             .where(Delivery.id.in_(chosen), is_due(now))
             .values(lease_until=bindparam("lease", type_=UTCDateTime()))
         )
-        self.lease_and_read: Select[Any] | None = None
+        self.lease_and_read: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
             leased = lease.returning(
                 Delivery.id,
@@ -273,7 +281,8 @@ class _Claiming:
                 Delivery.series_from,
                 Delivery.next_attempt_at,
             ).cte("leased")
-            self.lease_and_read = _with_what_attempts_need(leased)
+            # A SELECT whose CTE takes the leases: `Read` runs it on asyncpg's connection.
+            self.lease_and_read = Read(_with_what_attempts_need(leased))
         self.lease = lease.returning(Delivery.id)
         self.read = _with_what_attempts_need(table).where(
             table.c.id.in_(bindparam("ids", expanding=True))
@@ -316,10 +325,15 @@ class Dispatcher:
         # one means a new subscription, with a new sealed value).
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
-        self._concurrency = concurrency  # attempt slots: attempts under way at once
+        # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
+        # that no one worker can take all the work.
+        self.concurrency = concurrency
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._recorder = Recorder(engine)
+        self._recorder: Recorder[Claimed] = Recorder(engine)
+        # Set once stopping: batches then refill nothing (`slots_after`).
+        self._stopping = False
+        self._refill_wanted = 0  # what the batch being written asked to claim
         self._claiming = _Claiming(engine.dialect.name)
 
     # --- the loop -------------------------------------------------------------------
@@ -330,6 +344,16 @@ class Dispatcher:
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stopping = False
+        self._recorder.refill = self
+        try:
+            await self._loop(stop)
+        finally:
+            self._stopping = True  # a batch still being written claims nothing more
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._recorder.refill = None
+
+    async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             # Cleared before looking for work, so a kick that comes while we look (a new
             # event, a retry just scheduled, an attempt finished) still cuts the coming sleep
@@ -339,17 +363,18 @@ class Dispatcher:
             try:
                 # Only what there are slots for: a delivery leased here waits for nobody,
                 # and what is not leased stays claimable by every worker.
-                want = min(self._concurrency - len(self._tasks), self._batch)
+                want = min(self.concurrency - len(self._tasks), self._batch)
                 if want > 0:
                     claimed = await self.claim(want)
                     for delivery in claimed:
-                        task = asyncio.create_task(self._attempt_safely(delivery))
-                        self._tasks.add(task)
-                        task.add_done_callback(self._finished)
+                        self._start(delivery)
                     if len(claimed) == want:
                         continue  # more may be due; with no slot left, the next turn sleeps
+                # With attempts under way, each that ends wakes the loop, and so does each
+                # retry this dispatcher scheduled when it is due: only an idle loop asks the
+                # database when to look again (for other workers' retries and dead leases).
+                if not self._tasks:
                     wait = await self._seconds_until_next_due()
-                # Every slot busy: an attempt that ends kicks the loop awake.
             except Exception:
                 DATABASE_ERRORS.labels("dispatcher").inc()  # claiming is all database work
                 log.exception("dispatcher: claiming failed; retrying shortly")
@@ -361,7 +386,6 @@ class Dispatcher:
             await asyncio.wait(sleepers, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for s in sleepers:
                 s.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def run_once(self, slots: int | None = None) -> int:
         """Claims what is due now (up to `slots`, by default one claim's worth) and attempts
@@ -389,35 +413,66 @@ class Dispatcher:
     async def claim(self, slots: int | None = None) -> list[Claimed]:
         """Leases up to `slots` due deliveries (by default one claim's worth), by turn across
         subscriptions and never past a subscription's cap of attempts in flight (see
-        `_Claiming`)."""
+        `_Claiming`), in a transaction of its own."""
         slots = self._batch if slots is None else slots
+        if self._claiming.lock is not None:
+            async with pg_transaction(self._engine) as pg:
+                return await self.claim_on(pg, slots)
+        async with self._engine.begin() as conn:
+            return await self.claim_on(conn, slots)
+
+    async def claim_on(
+        self, conn: AsyncConnection | asyncpg.Connection, slots: int
+    ) -> list[Claimed]:
+        """The claim, in the transaction `conn` is in (SQLAlchemy's, or asyncpg's own): also
+        how a batch of outcomes refills the slots it frees (records.Refill)."""
         now = self._clock.now()
         lease_until = now + self.lease
         times = {"now": now, "lease": lease_until, "slots": slots}
         statements = self._claiming
-        async with self._engine.begin() as conn:
-            if statements.lock is not None and statements.lease_and_read is not None:
-                subscriptions = (await conn.scalars(statements.lock, times)).all()
-                if not subscriptions:
-                    return []
-                rows = (
-                    await conn.execute(
-                        statements.lease_and_read, {**times, "subscriptions": subscriptions}
-                    )
-                ).all()
-            else:
-                ids = (await conn.scalars(statements.lease, times)).all()
-                if not ids:
-                    return []
-                rows = (await conn.execute(statements.read, {"ids": ids})).all()
-        return [Claimed(**row._mapping, lease_until=lease_until) for row in rows]
+        if statements.lock is not None and statements.lease_and_read is not None:
+            pg = conn
+            if isinstance(pg, AsyncConnection):
+                pg = (await pg.get_raw_connection()).driver_connection
+            locked = [row["id"] for row in await statements.lock.rows(pg, times)]
+            if not locked:
+                return []
+            rows = await statements.lease_and_read.rows(pg, {**times, "subscriptions": locked})
+            return [Claimed(**row, lease_until=lease_until) for row in rows]
+        assert isinstance(conn, AsyncConnection)  # SQLite's is always SQLAlchemy's
+        ids = (await conn.scalars(statements.lease, times)).all()
+        if not ids:
+            return []
+        found = (await conn.execute(statements.read, {"ids": ids})).all()
+        return [Claimed(**row._mapping, lease_until=lease_until) for row in found]
+
+    # --- refilling the slots of recorded outcomes (the rest of records.Refill) ---------
+
+    def slots_after(self, finishing: int) -> int:
+        if self._stopping:
+            return 0
+        self._refill_wanted = min(self.concurrency - len(self._tasks) + finishing, self._batch)
+        return self._refill_wanted
+
+    def refilled(self, found: list[Claimed] | None) -> None:
+        for delivery in found or ():
+            self._start(delivery)
+        if found is None or len(found) == self._refill_wanted:
+            self.kick()  # not refilled, or more may be due: the loop claims
 
     # --- one attempt ----------------------------------------------------------------
 
+    def _start(self, delivery: Claimed) -> None:
+        task = asyncio.create_task(self._attempt_safely(delivery))
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
     def _finished(self, task: asyncio.Task[None]) -> None:
-        # A slot is free, and the subscription has room under its cap again.
+        # The slot was refilled when the attempt's outcome was recorded (`claimed`); an
+        # idle loop still looks for when to look again.
         self._tasks.discard(task)
-        self.kick()
+        if not self._tasks:
+            self.kick()
 
     async def _attempt_safely(self, delivery: Claimed) -> None:
         try:
@@ -425,6 +480,7 @@ class Dispatcher:
         except Exception:
             # The lease runs out and the delivery is tried again; never lose it.
             log.exception("dispatcher: attempt of delivery %s failed unexpectedly", delivery.id)
+            self.kick()  # nothing was recorded, so nothing refilled its slot
 
     async def attempt(self, delivery: Claimed) -> None:
         is_test = delivery.event_name == TEST_PING
@@ -509,8 +565,11 @@ class Dispatcher:
         if not recorded:
             return  # the lease was lost: another worker's outcome counts
         if retry:
-            # The loop may be asleep until a lease runs out; the retry is due sooner.
-            self.kick()
+            # Wake the loop when the retry is due: a busy loop does not look for the next
+            # due time in the database (each attempt that ends wakes it anyway).
+            # A few ms late rather than early: early, the claim would find it not yet due.
+            wait = RETRY_WAITS[in_series - 1].total_seconds() + 0.005
+            asyncio.get_running_loop().call_later(wait, self.kick)
         else:
             DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
 

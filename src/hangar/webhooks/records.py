@@ -12,6 +12,10 @@ attempted again (at least once).
 An outcome is written only while its lease is still the worker's: the batch locks its
 deliveries and keeps those whose lease is the one claimed, so of two workers that both
 believe they hold a delivery, only one records anything.
+
+The slots a batch frees are refilled in its own transaction (`Refill`, the dispatcher's
+claim): the next due deliveries are leased as the finished ones are settled, so a slot is
+never idle between an attempt's end and the next claim, and one commit does both.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from sqlalchemy import bindparam, case, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -37,6 +41,27 @@ log = logging.getLogger("hangar.webhooks")
 FAILURES_BEFORE_DISABLE = 5
 # Enough for every slot of a busy dispatcher to share one transaction.
 MAX_BATCH = 200
+
+
+T = TypeVar("T")
+
+
+class Refill(Protocol, Generic[T]):
+    """What refills the slots a batch frees (the dispatcher): asked inside the batch's
+    transaction, told the result once it is committed."""
+
+    def slots_after(self, finishing: int) -> int:
+        """Slots free once the `finishing` attempts of this batch are recorded."""
+        ...
+
+    async def claim_on(self, conn: AsyncConnection, slots: int) -> list[T]:
+        """Leases up to `slots` due deliveries in `conn`'s transaction."""
+        ...
+
+    def refilled(self, found: list[T] | None) -> None:
+        """After the commit: what the batch leased, or None when it leased nothing because
+        it could not (the batch failed and its outcomes were written one by one)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -74,13 +99,15 @@ _SETTLE = (
 )
 
 
-class Recorder:
-    """Writes outcomes for one dispatcher; `write` returns once its outcome is committed."""
+class Recorder(Generic[T]):
+    """Writes outcomes for one dispatcher; `write` returns once its outcome is committed.
+    While `refill` is set, each batch also refills the slots it frees."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._queue: list[tuple[Outcome, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self.refill: Refill[T] | None = None
 
     async def write(self, outcome: Outcome) -> bool:
         """Records `outcome`; False if the lease had been lost and nothing was written."""
@@ -95,30 +122,36 @@ class Recorder:
     async def _drain(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            refill = self.refill
             try:
-                held = await self._write([o for o, _ in batch])
+                held, found = await self._write([o for o, _ in batch], refill)
             except Exception:
                 DATABASE_ERRORS.labels("dispatcher").inc()
                 # One outcome the database refuses must not take the others down with it.
                 log.exception("recording %d outcomes failed; recording them one by one", len(batch))
-                held = set()
+                held, found = set(), None
                 for outcome, done in batch:
                     try:
-                        held |= await self._write([outcome])
+                        held |= (await self._write([outcome], None))[0]
                     except Exception as exc:
                         if not done.done():
                             done.set_exception(exc)
+            if refill is not None:
+                refill.refilled(found)
             for outcome, done in batch:
                 if not done.done():
                     done.set_result(outcome.delivery_id in held)
 
-    async def _write(self, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
+    async def _write(
+        self, outcomes: Sequence[Outcome], refill: Refill[T] | None
+    ) -> tuple[set[uuid.UUID], list[T] | None]:
         disabled = 0
+        found: list[T] | None = None
         async with self._engine.begin() as conn:
             held = await _lock_held(conn, outcomes)
             mine = [o for o in outcomes if o.delivery_id in held]
             if not mine:
-                return held
+                return held, found
             await conn.execute(
                 _SETTLE,
                 [
@@ -137,9 +170,13 @@ class Recorder:
             if attempts:
                 await conn.execute(insert(Attempt), attempts)
             disabled = await _count(conn, mine)
+            if refill is not None:
+                # After the settling: this transaction sees those leases gone.
+                slots = refill.slots_after(len(outcomes))
+                found = await refill.claim_on(conn, slots) if slots > 0 else []
         # Counted once committed: a batch rolled back disabled nothing.
         SUBSCRIPTIONS_AUTO_DISABLED.inc(disabled)
-        return held
+        return held, found
 
 
 async def _lock_held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
