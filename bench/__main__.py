@@ -457,6 +457,76 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         run.add(Row.failed("G8", f"retry waits, {label}", "", exc))
 
 
+def history_rows(run: Runner, pg_url: str, *, quick: bool) -> None:
+    """G14: G7 on a database holding millions of finished deliveries with their attempts, beside
+    G7 on an empty one, sample for sample."""
+    import asyncio
+    import contextlib
+    import statistics
+
+    from scripts.scratch import scratch_database
+
+    from bench import history, webhooks
+    from bench.setup import SECRET, create_pg_database, hangar, hangar_env
+    from hangar.config import Settings
+    from hangar.services import build_services
+
+    size = 50_000 if quick else 5_000_000
+    history_url = pg_url + "_history"
+    asyncio.run(create_pg_database(history_url))
+    hangar(hangar_env(history_url, None), "db", "upgrade")
+    held = asyncio.run(history.history_size(history_url))
+    if held < size:
+        log(f"G14: writing a history of {size:,} finished deliveries (once; kept for later runs)")
+
+        async def write() -> float:
+            services = build_services(Settings(database_url=history_url, secret_key=SECRET))
+            try:
+                org_id = await webhooks.new_org(services.engine, "Bench History")
+                urls = [
+                    f"https://{webhooks.HOST}/history/{i}" for i in range(history.SUBSCRIPTIONS)
+                ]
+                subs = [sub for sub, _ in await webhooks.subscribe(services, org_id, urls)]
+            finally:
+                await services.close()
+            return await history.write_history(history_url, org_id, subs, size, log)
+
+        took = asyncio.run(write())
+        log(f"  written in {took:.0f} s")
+    samples = 10 if quick else 100
+
+    async def measure() -> tuple[list[float], list[float]]:
+        async with contextlib.AsyncExitStack() as stack:
+            empty_url = await stack.enter_async_context(
+                scratch_database(history_url, "hangar_bench_empty")
+            )
+            await asyncio.to_thread(hangar, hangar_env(empty_url, None), "db", "upgrade")
+            empty = Settings(database_url=empty_url, secret_key=SECRET)
+            full = Settings(database_url=history_url, secret_key=SECRET)
+            return await webhooks.latency_beside(empty, full, samples, free_port())
+
+    log(f"G14: G7 with {size:,} finished deliveries in the tables vs empty tables ({samples} each)")
+    try:
+        empty_ms, full_ms = asyncio.run(measure())
+        p50 = statistics.median(full_ms) / statistics.median(empty_ms)
+        p99 = webhooks.percentile(full_ms, 0.99) / webhooks.percentile(empty_ms, 0.99)
+        run.add(
+            Row(
+                "G14",
+                f"commit of a product action -> first byte at the receiver with {size:,} finished "
+                f"deliveries (and their attempts) in the tables vs empty tables, PostgreSQL, "
+                f"sample for sample (p99 ratio {p99:.2f})",
+                webhooks.summary(full_ms),
+                webhooks.summary(empty_ms),
+                p50,
+                "p50 and p99 <= 1.2x",
+                p50 <= 1.2 and p99 <= 1.2 and len(full_ms) == len(empty_ms) == samples,
+            )
+        )
+    except Exception as exc:
+        run.add(Row.failed("G14", "G7 with a history", "<= 1.2x", exc))
+
+
 def seed_row(data: Dataset, label: str) -> Row:
     seconds = data.seed_seconds
     when = "this run" if data.seeded_now else "when the database was seeded"
@@ -507,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--seconds", type=int, default=None)
     parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--only", default="", help="comma-separated: read,sqlite,webhooks")
+    parser.add_argument("--only", default="", help="comma-separated: read,sqlite,webhooks,history")
     parser.add_argument("--reseed", action="store_true", help="SQLite only: seed afresh")
     parser.add_argument("--write", default=None, help="also write the table to this file")
     args = parser.parse_args(argv)
@@ -556,7 +626,11 @@ def main(argv: list[str] | None = None) -> int:
             url = f"sqlite:///{sqlite_dir / 'bench-100k.db'}"
             hooks(run, url, "SQLite", quick=False, g6=False)
 
+        def pg_history() -> None:
+            history_rows(run, args.pg_url, quick=False)
+
         sections += [("read", pg_read), ("sqlite", sqlite_read), ("webhooks", all_hooks)]
+        sections += [("history", pg_history)]
 
     for name, section in sections:
         if only and name not in only:

@@ -76,7 +76,7 @@ def hangar(env: dict[str, str], *args: str, timeout: float = 600) -> dict[str, A
     return result
 
 
-async def _create_pg_database(url: str) -> None:
+async def create_pg_database(url: str) -> None:
     import asyncpg
 
     base, _, name = url.rpartition("/")
@@ -154,7 +154,7 @@ def prepare(
             for suffix in ("", "-wal", "-shm", ".seed.json"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
     else:
-        asyncio.run(_create_pg_database(database_url))
+        asyncio.run(create_pg_database(database_url))
     hangar(env, "db", "upgrade")
 
     async def find() -> tuple[uuid.UUID | None, int]:

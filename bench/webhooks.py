@@ -230,17 +230,26 @@ async def delivering(
 ) -> AsyncIterator[Delivering]:
     """What G6-G8 each measure against: a receiver, a fresh organization subscribed at each of
     the receiver's `paths`, and a running worker delivering to it."""
-    async with receiver(delay_ms, port) as rx:
-        services = bench_services(settings)
-        worker = bench_worker(services, rx)
-        org_id = await new_org(services.engine, org_name)
-        subs = await subscribe(services, org_id, [rx.url(path) for path in paths])
-        await worker.start()
-        try:
-            yield Delivering(rx, services, org_id, subs)
-        finally:
-            await worker.stop()
-            await services.close()
+    async with receiver(delay_ms, port) as rx, delivering_to(settings, rx, org_name, paths) as run:
+        yield run
+
+
+@asynccontextmanager
+async def delivering_to(
+    settings: Settings, rx: Receiver, org_name: str, paths: list[str]
+) -> AsyncIterator[Delivering]:
+    """A fresh organization of `settings`' database subscribed at each of `rx`'s `paths`, and a
+    running worker of that database delivering to it."""
+    services = bench_services(settings)
+    worker = bench_worker(services, rx)
+    org_id = await new_org(services.engine, org_name)
+    subs = await subscribe(services, org_id, [rx.url(path) for path in paths])
+    await worker.start()
+    try:
+        yield Delivering(rx, services, org_id, subs)
+    finally:
+        await worker.stop()
+        await services.close()
 
 
 # --- G6 -------------------------------------------------------------------------------------
@@ -370,6 +379,30 @@ async def _commit_to_arrival(run: Delivering, seqs: range) -> list[float]:
         await asyncio.sleep(0.2)  # idle again
     arrivals = {entry[3]: entry[0] for entry in await run.rx.log() if entry[3] in committed}
     return [(arrivals[s] - t) * 1000 for s, t in committed.items() if s in arrivals]
+
+
+# --- G14 ------------------------------------------------------------------------------------
+
+
+async def latency_beside(
+    quiet: Settings, loaded: Settings, samples: int, port: int
+) -> tuple[list[float], list[float]]:
+    """G7 against two databases at once, a sample of one, then of the other (so that what
+    the machine does meanwhile falls on both alike): (`quiet`'s, `loaded`'s) milliseconds.
+    Each has its own worker, as `hangar worker` runs it; one receiver hears both."""
+    async with (
+        receiver(0.0, port) as rx,
+        delivering_to(quiet, rx, "Bench Hooks G14 quiet", ["/g14/quiet"]) as a,
+        delivering_to(loaded, rx, "Bench Hooks G14 loaded", ["/g14/loaded"]) as b,
+    ):
+        await asyncio.sleep(0.5)
+        found: tuple[list[float], list[float]] = ([], [])
+        for seq in range(samples):
+            for side, run in enumerate((a, b)):
+                found[side].extend(
+                    await _commit_to_arrival(run, range(seq * 2 + side, seq * 2 + side + 1))
+                )
+        return found
 
 
 # --- G13 ------------------------------------------------------------------------------------
