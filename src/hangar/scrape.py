@@ -6,9 +6,10 @@ is a 401 with WWW-Authenticate. Not in the OpenAPI description, and not counted 
 request metrics (the scrape, every 15 s or so, would be much of a quiet server's traffic).
 
 Under several processes (PROMETHEUS_MULTIPROC_DIR set) the answer is the sum of every
-process's files, so any server process may answer. The queue's depth, the age of the oldest
-due delivery and the subscriptions now disabled are read from the database at each scrape:
-facts of the database, the same whichever process answers.
+process's files, so any server process may answer. The queue's depth, what is in flight, what
+waits for its own endpoint, the age of the oldest delivery a worker could take and the
+subscriptions now disabled are read from the database at each scrape: facts of the
+database, the same whichever process answers.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from hangar.kit.routing import bearer, services_of
 from hangar.kit.services import Services
 from hangar.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
 from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.queue import MAX_IN_FLIGHT, is_due, is_in_flight, is_pending, with_due_work
 
 log = logging.getLogger("hangar")
 router = APIRouter()
@@ -74,6 +76,8 @@ class _ThisProcess:
 @dataclass(frozen=True)
 class _Queue:
     pending: int
+    in_flight: int
+    held_by_cap: int
     oldest_due_age_s: float
     disabled: int
 
@@ -84,8 +88,20 @@ class _Queue:
             value=self.pending,
         )
         yield GaugeMetricFamily(
+            "hangar_webhook_deliveries_in_flight",
+            "Deliveries being attempted now, by any worker (their leases are live)",
+            value=self.in_flight,
+        )
+        yield GaugeMetricFamily(
+            "hangar_webhook_deliveries_held_by_cap",
+            "Due deliveries waiting for their own endpoint: its subscription has as many "
+            "attempts in flight as it may",
+            value=self.held_by_cap,
+        )
+        yield GaugeMetricFamily(
             "hangar_webhook_oldest_due_delivery_age_seconds",
-            "How long the longest-waiting due delivery has been due (0 when none is)",
+            "How long the longest-waiting delivery a worker could take now has been due "
+            "(0 when none is): growing, the workers are too few",
             value=self.oldest_due_age_s,
         )
         yield GaugeMetricFamily(
@@ -99,14 +115,23 @@ async def _queue(services: Services) -> _Queue | None:
     """The queue's gauges, read now; None (and a database error counted) when the database
     does not answer: the rest of the scrape is still worth serving."""
     now = services.clock.now()
-    pending = Delivery.status == "pending"
+    pending = is_pending()
+    waiting = with_due_work(now)
+    capped = waiting.c.busy >= MAX_IN_FLIGHT
     try:
         async with services.engine.connect() as conn:
             count = await conn.scalar(select(func.count()).select_from(Delivery).where(pending))
-            oldest = await conn.scalar(
-                select(func.min(Delivery.next_attempt_at)).where(
-                    pending, Delivery.next_attempt_at <= now
-                )
+            in_flight = await conn.scalar(
+                select(func.count()).select_from(Delivery).where(is_in_flight(now))
+            )
+            # Due work splits in two: held back by its subscription's cap (the endpoint's
+            # pace), or claimable now (waiting for a worker's slot).
+            oldest = await conn.scalar(select(func.min(waiting.c.head)).where(~capped))
+            held = await conn.scalar(
+                select(func.count())
+                .select_from(Delivery)
+                .join(waiting, waiting.c.subscription_id == Delivery.subscription_id)
+                .where(capped, is_due(now))
             )
             disabled = await conn.scalar(
                 select(func.count())
@@ -122,4 +147,10 @@ async def _queue(services: Services) -> _Queue | None:
         if oldest.tzinfo is None:  # SQLite through an aggregate loses the column type
             oldest = oldest.replace(tzinfo=now.tzinfo)
         age = max((now - oldest).total_seconds(), 0.0)
-    return _Queue(pending=count or 0, oldest_due_age_s=age, disabled=disabled or 0)
+    return _Queue(
+        pending=count or 0,
+        in_flight=in_flight or 0,
+        held_by_cap=held or 0,
+        oldest_due_age_s=age,
+        disabled=disabled or 0,
+    )

@@ -23,6 +23,7 @@ from hangar.kit.ratelimit import RedisRateLimiter
 from hangar.kit.services import Services
 from hangar.webhooks import catalogue
 from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.queue import MAX_IN_FLIGHT
 from hangar.webhooks.sender import Sender
 from tests.fixtures.external import API
 from tests.fixtures.factories import Org
@@ -239,6 +240,35 @@ async def test_deliveries_are_counted_by_event_and_outcome(
     assert at_once[("hangar_webhook_oldest_due_delivery_age_seconds", ())] == 0
     assert later[("hangar_webhook_oldest_due_delivery_age_seconds", ())] == 5.0
     assert later[("hangar_webhook_attempts_in_progress", ())] == 0
+
+
+async def test_the_queue_gauges_tell_a_slow_endpoint_from_too_few_workers(
+    client: httpx.AsyncClient,
+    services: Services,
+    org: Org,
+    other: Org,
+    receiver: Receiver,
+    sender: Sender,
+    clock: FakeClock,
+) -> None:
+    await subscribe(services, org, receiver.url("/slow"), [catalogue.SQUAWK_CREATED])
+    await subscribe(services, other, receiver.url("/quick"), [catalogue.SQUAWK_CREATED])
+    for _ in range(MAX_IN_FLIGHT + 2):
+        await fire(services, org)
+    # The slow endpoint's cap is in flight (a worker holds those attempts); two more wait.
+    assert len(await dispatcher(services, sender).claim()) == MAX_IN_FLIGHT
+    clock.advance(seconds=5)
+    await fire(services, other)  # claimable, and not claimed: no worker took it yet
+    clock.advance(seconds=10)
+
+    now = await scrape(client)
+
+    assert now[("hangar_webhook_deliveries_pending", ())] == MAX_IN_FLIGHT + 3
+    assert now[("hangar_webhook_deliveries_in_flight", ())] == MAX_IN_FLIGHT
+    # Waiting for their own endpoint, not for a worker.
+    assert now[("hangar_webhook_deliveries_held_by_cap", ())] == 2
+    # The age of what a worker could take: the quick one's 10 s, not the slow backlog's 15.
+    assert now[("hangar_webhook_oldest_due_delivery_age_seconds", ())] == 10.0
 
 
 async def test_scheduler_ticks_and_job_results_are_counted(

@@ -54,7 +54,14 @@ from hangar.metrics import (
 )
 from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
-from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, is_due, is_in_flight, is_pending
+from hangar.webhooks.queue import (
+    LEASE,
+    MAX_IN_FLIGHT,
+    in_flight_count,
+    is_due,
+    is_pending,
+    with_due_work,
+)
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
@@ -116,50 +123,6 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
         .join(Event, Event.id == deliveries.c.event_id)
         .join(Subscription, Subscription.id == deliveries.c.subscription_id)
         .order_by(deliveries.c.next_attempt_at)
-    )
-
-
-def _busy(subscription_id: Any, now: Any) -> Any:
-    """How many attempts the subscription has in flight (live leases, any worker's)."""
-    f = Delivery.__table__.alias("in_flight")
-    return (
-        select(func.count())
-        .select_from(f)
-        .where(f.c.subscription_id == subscription_id, is_in_flight(now, f))
-        .scalar_subquery()
-    )
-
-
-def _with_due_work(now: Any) -> Any:
-    """Every subscription with pending deliveries, found by a skip scan of the queue index
-    (one probe per subscription, however long its backlog), with how many attempts it has in
-    flight and when its oldest due delivery became due (NULL: nothing due now)."""
-    q = Delivery.__table__.alias("q")
-
-    def after(previous: Any) -> Any:
-        step = select(q.c.subscription_id).where(is_pending(q))
-        if previous is not None:
-            step = step.where(q.c.subscription_id > previous)
-        return step.order_by(q.c.subscription_id).limit(1).scalar_subquery()
-
-    walk = select(after(None).label("id")).cte("walk", recursive=True)
-    walk = walk.union_all(select(after(walk.c.id)).where(walk.c.id.is_not(None)))
-    head = Delivery.__table__.alias("head")
-    oldest_due = (
-        select(head.c.next_attempt_at)
-        .where(head.c.subscription_id == walk.c.id, is_due(now, head))
-        .order_by(head.c.next_attempt_at)
-        .limit(1)
-        .scalar_subquery()
-    )
-    return (
-        select(
-            walk.c.id.label("subscription_id"),
-            _busy(walk.c.id, now).label("busy"),
-            oldest_due.label("head"),
-        )
-        .where(walk.c.id.is_not(None))
-        .cte("with_due_work")
     )
 
 
@@ -228,7 +191,7 @@ class _Claiming:
         table = Delivery.__table__
         self.lock: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
-            waiting = _with_due_work(now)
+            waiting = with_due_work(now)
             lock = (
                 select(Subscription.id)
                 .join(waiting, waiting.c.subscription_id == Subscription.id)
@@ -242,13 +205,13 @@ class _Claiming:
             room = (
                 select(
                     Subscription.id.label("subscription_id"),
-                    _busy(Subscription.id, now).label("busy"),
+                    in_flight_count(Subscription.id, now).label("busy"),
                 )
                 .where(Subscription.id == any_(locked))
                 .cte("room")
             )
         else:
-            room = _with_due_work(now)
+            room = with_due_work(now)
         turns = _turns(room, now, dialect)
         chosen = (
             select(turns.c.id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, literal_column, or_
+from sqlalchemy import ColumnElement, String, func, literal_column, or_, select
 
 from hangar.webhooks.models import Delivery
 
@@ -51,3 +51,47 @@ def is_in_flight(now: Any, table: Any = Delivery.__table__) -> ColumnElement[boo
     """Pending and leased: a worker holds it until its lease runs out (at `now` or later)."""
     leased: ColumnElement[bool] = table.c.lease_until > now
     return is_pending(table) & leased
+
+
+def in_flight_count(subscription_id: Any, now: Any) -> Any:
+    """How many attempts the subscription has in flight (live leases, any worker's)."""
+    f = Delivery.__table__.alias("in_flight")
+    return (
+        select(func.count())
+        .select_from(f)
+        .where(f.c.subscription_id == subscription_id, is_in_flight(now, f))
+        .scalar_subquery()
+    )
+
+
+def with_due_work(now: Any) -> Any:
+    """Every subscription with pending deliveries, found by a skip scan of the queue index
+    (one probe per subscription, however long its backlog), with how many attempts it has in
+    flight and when its oldest due delivery became due (NULL: nothing due now)."""
+    q = Delivery.__table__.alias("q")
+
+    def after(previous: Any) -> Any:
+        step = select(q.c.subscription_id).where(is_pending(q))
+        if previous is not None:
+            step = step.where(q.c.subscription_id > previous)
+        return step.order_by(q.c.subscription_id).limit(1).scalar_subquery()
+
+    walk = select(after(None).label("id")).cte("walk", recursive=True)
+    walk = walk.union_all(select(after(walk.c.id)).where(walk.c.id.is_not(None)))
+    head = Delivery.__table__.alias("head")
+    oldest_due = (
+        select(head.c.next_attempt_at)
+        .where(head.c.subscription_id == walk.c.id, is_due(now, head))
+        .order_by(head.c.next_attempt_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return (
+        select(
+            walk.c.id.label("subscription_id"),
+            in_flight_count(walk.c.id, now).label("busy"),
+            oldest_due.label("head"),
+        )
+        .where(walk.c.id.is_not(None))
+        .cte("with_due_work")
+    )
