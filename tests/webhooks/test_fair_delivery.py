@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
@@ -301,3 +301,36 @@ async def test_the_cap_holds_across_two_workers(
             await e.dispose()
     assert receiver.most_in_flight["/slow"] == MAX_IN_FLIGHT
     assert set(await deliveries(hooks.services.engine, slow)) == {("succeeded", 1)}
+
+
+class Counting(Dispatcher):
+    claims = 0
+
+    async def claim(self, slots: int | None = None) -> list[Claimed]:
+        self.claims += 1
+        return await super().claim(slots)
+
+
+async def test_an_idle_dispatcher_waits_when_only_capped_work_is_due(hooks: Hooks) -> None:
+    services = hooks.services
+    sub_id = await hooks.subscribe("/capped")
+    await queue(hooks, hooks.org, A, MAX_IN_FLIGHT + 1)
+    # Another worker holds the cap; the last delivery's lease ran out (its worker died):
+    # due, and held back by the cap until one of the live attempts ends.
+    assert len(await hooks.dispatcher().claim()) == MAX_IN_FLIGHT
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            update(Delivery)
+            .where(Delivery.subscription_id == sub_id, Delivery.lease_until.is_(None))
+            .values(lease_until=hooks.clock.now() - LEASE)
+        )
+    idle = Counting(services.engine, services.clock, hooks.sender, services.secret_box)
+    stop = asyncio.Event()
+    running = asyncio.create_task(idle.run(stop))
+    await asyncio.sleep(0.5)
+    stop.set()
+    idle.kick()
+    await asyncio.wait_for(running, BOUND)
+    # It looked, found nothing it may take, and slept (not a claim per turn of the loop).
+    assert 1 <= idle.claims <= 2
+    assert hooks.receiver.requests == []

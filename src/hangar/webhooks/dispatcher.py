@@ -168,7 +168,9 @@ class _Claiming:
     """The claim's statements, built once: constructing them and computing their cache keys
     at every claim was a visible share of the time between a commit and its delivery (G7).
     Bound parameters: `now`, `lease` (the new lease's end) and `slots` (how many to take);
-    `subscriptions` for PostgreSQL's `lease`, `ids` for SQLite's `read`.
+    `subscriptions` for PostgreSQL's `lease_and_read`, `ids` for SQLite's `read`. PostgreSQL's
+    are `Read`s, run on asyncpg's own connection: through SQLAlchemy, each statement cost the
+    worker more than the database did.
 
     PostgreSQL, where any number of workers claim at once, in one transaction:
     1. `lock`: the subscriptions with due work and room under their cap, locked
@@ -251,7 +253,8 @@ class _Claiming:
             table.c.id.in_(bindparam("ids", expanding=True))
         )
         # When something not claimable now may become so: the soonest retry wait to end, or
-        # the soonest lease to run out.
+        # the soonest live lease to run out (one that has run out is claimable already, or
+        # waits under its subscription's cap for an attempt that ends).
         pending = is_pending()
         self.next_change = select(
             select(func.min(Delivery.next_attempt_at))
@@ -259,7 +262,7 @@ class _Claiming:
             .scalar_subquery()
             .label("retry"),
             select(func.min(Delivery.lease_until))
-            .where(pending, Delivery.lease_until.is_not(None))
+            .where(pending, Delivery.lease_until > now)
             .scalar_subquery()
             .label("lease"),
         )
