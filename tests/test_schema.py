@@ -27,7 +27,6 @@ MIGRATION_ONLY_INDEXES = {
     "ix_maintenance_logs_org_recent",
     "ix_maintenance_logs_org_aircraft_recent",
     "ix_work_orders_org_recent",
-    "ix_webhook_deliveries_due",
     "ix_webhook_deliveries_subscription_recent",
     "ix_webhook_deliveries_queue",
     "ix_webhook_deliveries_leased",

@@ -82,7 +82,7 @@ def with_due_work(now: Any) -> Any:
     oldest_due = (
         select(head.c.next_attempt_at)
         .where(head.c.subscription_id == walk.c.id, is_due(now, head))
-        .order_by(head.c.next_attempt_at)
+        .order_by(head.c.subscription_id, head.c.next_attempt_at)  # the queue index's order
         .limit(1)
         .scalar_subquery()
     )

@@ -1,7 +1,11 @@
 """fair delivery queue and retention: the indexes they read by
 
 - `ix_webhook_deliveries_queue`: each subscription's pending deliveries, oldest due first. The
-  claim walks it to find the subscriptions with due work and takes a few of each in turn.
+  claim walks it to find the subscriptions with due work and takes a few of each in turn. It
+  replaces `ix_webhook_deliveries_due` (pending deliveries by due time alone): with both, the
+  planner, misjudging how many deliveries are due beside millions of finished ones, read a
+  subscription's four oldest through the old one, every due delivery of every subscription
+  (123 ms instead of 5 for a claim of 50 among 20,000 due, under 5 million finished).
 - `ix_webhook_deliveries_leased`: each subscription's leased deliveries (attempts in flight,
   or leases a dead worker left behind), counted against its cap at every claim. It holds only
   leased rows, so it stays as small as the number of attempts under way.
@@ -49,20 +53,29 @@ INDEXES: tuple[tuple[str, str, list[str], sa.TextClause | None], ...] = (
 )
 
 
+REPLACED = ("ix_webhook_deliveries_due", "webhook_deliveries", ["next_attempt_at"], PENDING)
+
+
+def _create(name: str, table: str, columns: list[str], where: sa.TextClause | None) -> None:
+    op.create_index(
+        name,
+        table,
+        columns,
+        postgresql_where=where,
+        sqlite_where=where,
+        postgresql_concurrently=True,
+    )
+
+
 def upgrade() -> None:
     with op.get_context().autocommit_block():
-        for name, table, columns, where in INDEXES:
-            op.create_index(
-                name,
-                table,
-                columns,
-                postgresql_where=where,
-                sqlite_where=where,
-                postgresql_concurrently=True,
-            )
+        for index in INDEXES:
+            _create(*index)
+        op.drop_index(REPLACED[0], table_name=REPLACED[1], postgresql_concurrently=True)
 
 
 def downgrade() -> None:
     with op.get_context().autocommit_block():
+        _create(*REPLACED)
         for name, table, _, _ in reversed(INDEXES):
             op.drop_index(name, table_name=table, postgresql_concurrently=True)
