@@ -459,7 +459,8 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
 
 def history_rows(run: Runner, pg_url: str, *, quick: bool) -> None:
     """G14: G7 on a database holding millions of finished deliveries with their attempts, beside
-    G7 on an empty one, sample for sample."""
+    G7 on an empty one, sample for sample; G14b: G7 on it while a million more, past
+    retention, are pruned."""
     import asyncio
     import contextlib
     import statistics
@@ -525,6 +526,38 @@ def history_rows(run: Runner, pg_url: str, *, quick: bool) -> None:
         )
     except Exception as exc:
         run.add(Row.failed("G14", "G7 with a history", "<= 1.2x", exc))
+
+    prunable = 20_000 if quick else 1_000_000
+    log(f"G14b: {prunable:,} finished deliveries past retention, pruned while G7 runs")
+    try:
+
+        async def old_rows() -> None:
+            org_id, subs = await history.history_subscriptions(history_url)
+            await history.add_prunable(history_url, org_id, subs, prunable, days_old=31)
+
+        asyncio.run(old_rows())
+        settings = Settings(database_url=history_url, secret_key=SECRET)
+        env = hangar_env(history_url, None)
+        found = asyncio.run(webhooks.latency_while_pruning(settings, env, samples, free_port()))
+        quiet_p99 = webhooks.percentile(found.quiet, 0.99)
+        p99 = webhooks.percentile(found.pruning, 0.99)
+        rate = found.deleted / found.seconds
+        run.add(
+            Row(
+                "G14b",
+                f"commit of a product action -> first byte at the receiver while `hangar jobs run "
+                f"retention` prunes {prunable:,} finished deliveries past retention back to back "
+                f"({found.deleted:,} pruned in {found.seconds:.0f} s, {rate:,.0f}/s), beside "
+                f"{size:,} kept, PostgreSQL: vs quiet",
+                webhooks.summary(found.pruning),
+                "quiet: " + webhooks.summary(found.quiet),
+                p99 / quiet_p99,
+                "p99 <= 2x quiet",
+                p99 <= 2 * quiet_p99 and found.deleted > 0,
+            )
+        )
+    except Exception as exc:
+        run.add(Row.failed("G14b", "G7 while pruning", "p99 <= 2x quiet", exc))
 
 
 def seed_row(data: Dataset, label: str) -> Row:

@@ -132,6 +132,18 @@ async def write_history(
     return time.monotonic() - began
 
 
+async def history_subscriptions(url: str) -> tuple[uuid.UUID, list[uuid.UUID]]:
+    """The history's organization and its subscriptions (made by `write_history`'s caller)."""
+    conn = await asyncpg.connect(_plain(url))
+    try:
+        rows = await conn.fetch(
+            "SELECT org_id, id FROM webhook_subscriptions WHERE url LIKE '%/history/%' ORDER BY url"
+        )
+    finally:
+        await conn.close()
+    return rows[0]["org_id"], [row["id"] for row in rows]
+
+
 async def add_prunable(
     url: str, org_id: uuid.UUID, subs: list[uuid.UUID], deliveries: int, days_old: int
 ) -> None:

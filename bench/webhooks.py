@@ -405,6 +405,65 @@ async def latency_beside(
         return found
 
 
+# --- G14b -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Pruning:
+    quiet: list[float]  # G7's milliseconds before the pruning
+    pruning: list[float]  # G7's milliseconds while it runs
+    deleted: int  # deliveries pruned while G7 was measured
+    seconds: float  # how long the pruning ran
+
+
+async def latency_while_pruning(
+    settings: Settings, env: dict[str, str], samples: int, port: int
+) -> Pruning:
+    """G7 on `settings`' database, then again while `hangar jobs run retention` (the job the
+    scheduler runs each minute, with its budget and pauses) runs back to back in a process
+    of its own: what a worker delivering sees while a large backlog of old rows is pruned."""
+    async with delivering(settings, port, 0.0, "Bench Hooks G14b", ["/g14b"]) as run:
+        await asyncio.sleep(0.5)
+        quiet = await _commit_to_arrival(run, range(samples))
+        before = await _finished_count(run.services.engine)
+        stop = asyncio.Event()
+        began = time.monotonic()
+        pruner = asyncio.create_task(_prune_until(stop, env))
+        try:
+            await asyncio.sleep(2.0)  # under way
+            pruning = await _commit_to_arrival(run, range(samples, 2 * samples))
+        finally:
+            stop.set()
+            await pruner
+        seconds = time.monotonic() - began
+        deleted = before - await _finished_count(run.services.engine)
+    return Pruning(quiet, pruning, deleted, seconds)
+
+
+async def _finished_count(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        count = await conn.scalar(
+            select(func.count()).select_from(Delivery).where(Delivery.status != "pending")
+        )
+    return int(count or 0)
+
+
+async def _prune_until(stop: asyncio.Event, env: dict[str, str]) -> None:
+    """`hangar jobs run retention`, again as soon as it ends, until `stop`."""
+    hangar = str(Path(sys.executable).with_name("hangar"))
+    while not stop.is_set():
+        proc = await asyncio.create_subprocess_exec(
+            hangar, "jobs", "run", "retention", env=env, stdout=asyncio.subprocess.DEVNULL
+        )
+        waiting = asyncio.ensure_future(stop.wait())
+        ended = asyncio.ensure_future(proc.wait())
+        await asyncio.wait((waiting, ended), return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if not ended.done():
+            proc.terminate()  # a stopping worker ends the run at its next pause
+            await ended
+
+
 # --- G13 ------------------------------------------------------------------------------------
 
 # The other organization's endpoint in G13: answering after 8 s, then not answering within the
