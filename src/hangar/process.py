@@ -11,6 +11,7 @@ import logging
 import signal
 from collections.abc import Mapping
 
+from hangar import retention
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
 from hangar.kit.services import Services
@@ -24,8 +25,9 @@ async def mel_expiry(run: JobRun) -> Done:
     return {"expired": await expire_mel_items(run.services.engine, run.now)}
 
 
-# Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by.
-JOBS: Mapping[str, Job] = {"mel-expiry": mel_expiry}
+# Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by, in
+# the order a tick runs them: the product's own first, then the housekeeping.
+JOBS: Mapping[str, Job] = {"mel-expiry": mel_expiry, "retention": retention.prune}
 
 
 class Worker:
