@@ -200,7 +200,7 @@ class Oldest:
             .where(self._range())
             .order_by(self.column)
             .offset(_literal(self.size - 1))
-            .limit(1)
+            .limit(_literal(1))
         )
 
     def deleted(self, end: datetime | None) -> Delete:
