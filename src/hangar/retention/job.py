@@ -2,11 +2,11 @@
 
 Taking turns (deliveries, sessions, invitations, deliveries, ...; once the deliveries are
 done, the events no delivery refers to) keeps every kind moving when one has a backlog.
-Between batches the job pauses at least as long as the batch
-took, so it never holds more than half of the database's time, and on SQLite (one writer) a
-delivery's or a product action's write waits for one batch at most: tens of milliseconds.
-When the budget is spent it stops; the next minute's tick, on whichever worker claims it,
-carries on. A stopping worker ends the run at its next pause.
+Between batches the job pauses at least as long as the batch took, so it holds its
+connection at most half the time, and on SQLite (one writer) a delivery's or a product
+action's write waits for one batch at most: tens of milliseconds. When the budget is spent
+it stops; the next minute's tick, on whichever worker claims it, carries on. A stopping
+worker ends the run at its next pause.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ class Pacing:
     deliveries: int
     # Events, sessions or invitations per transaction: small rows with no dependants.
     rows: int
-    # Then stop until the next minute: the run ends inside its minute (so the next tick
-    # never waits for it), and at half the database's time while it runs, the job has at
-    # most a quarter of it over a minute.
+    # Then stop until the next minute: the run ends inside its minute, so the next tick
+    # never waits for it, and busy half the time while it runs, the job keeps its one
+    # connection busy a quarter of each minute at most.
     budget: timedelta = timedelta(seconds=30)
     # The least pause between batches, in seconds (otherwise: as long as the batch took).
     pause: float = 0.05
