@@ -9,8 +9,8 @@ must be set before the process starts, which is why the supervisor sets it and i
 children inherit it.
 
 Label values are bounded: `operation` is a route's path template (or `unmatched`), `event`
-one of the 13 events (or `test.ping`, `other`), `outcome`, `result`, `component` and `code`
-values fixed in the code. The facts of the database (the queue's depth, the oldest due
+one of the 13 events (or `test.ping`, `other`), `outcome`, `result`, `component`, `table`
+and `code` values fixed in the code. The facts of the database (the queue's depth, the oldest due
 delivery's age, the subscriptions now disabled) are not kept here: hangar.scrape reads them
 at each scrape, so whichever process answers tells the same.
 """
@@ -92,6 +92,16 @@ JOB_RUNS = Counter(
     "hangar_scheduler_job_runs",
     "Scheduled jobs by result: ok, failed, or skipped (another worker had the minute)",
     ["job", "result"],
+)
+
+# --- retention ----------------------------------------------------------------------------
+
+# By table: webhook_deliveries, webhook_attempts, webhook_redeliveries, events, sessions,
+# invitations (hangar.retention.batches.TABLES).
+RETENTION_PRUNED = Counter(
+    "hangar_retention_rows_pruned",
+    "Rows deleted by retention (past HANGAR_DELIVERY_RETENTION_DAYS, or expired), by table",
+    ["table"],
 )
 
 # --- datastores ---------------------------------------------------------------------------

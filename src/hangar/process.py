@@ -11,16 +11,23 @@ import logging
 import signal
 from collections.abc import Mapping
 
+from hangar import retention
 from hangar.fleet.mel_expiry import expire_mel_items
-from hangar.jobs.scheduler import Job, run_every_minute
+from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
 from hangar.kit.services import Services
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import DeliveryWorker
 
 log = logging.getLogger("hangar.worker")
 
-# Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by.
-JOBS: Mapping[str, Job] = {"mel-expiry": expire_mel_items}
+
+async def mel_expiry(run: JobRun) -> Done:
+    return {"expired": await expire_mel_items(run.services.engine, run.now)}
+
+
+# Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by, in
+# the order a tick runs them: the product's own first, then the housekeeping.
+JOBS: Mapping[str, Job] = {"mel-expiry": mel_expiry, "retention": retention.prune}
 
 
 class Worker:
@@ -39,7 +46,7 @@ class Worker:
     async def start(self) -> None:
         await self.deliveries.start()
         self._scheduler = asyncio.create_task(
-            run_every_minute(self._services.engine, self._services.clock, self._stop, self._jobs)
+            run_every_minute(self._services, self._stop, self._jobs)
         )
 
     async def stop(self) -> None:

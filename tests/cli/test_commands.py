@@ -16,7 +16,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from tests.fixtures.environment import SECRET
 from tests.fixtures.factories import T0, make_org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.invites import UserRow, user_row
+from tests.fixtures.retention import delivery, kept, nothing_of, subscription
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 KEY_RE = re.compile(r"^svc_pk_[A-Za-z0-9_-]{43}$")
@@ -144,9 +145,9 @@ async def cli(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cli]:
         await engine.dispose()
 
 
-def api(cli: Cli) -> httpx.AsyncClient:
-    """The app itself, in this process, over the database the commands wrote."""
-    services = Services(
+def services_of(cli: Cli) -> Services:
+    """What the app holds in this process, over the database the commands wrote."""
+    return Services(
         settings=Settings(
             database_url=cli.url,
             secret_key=SECRET,
@@ -159,7 +160,12 @@ def api(cli: Cli) -> httpx.AsyncClient:
         redis=None,
         cursor_key=derive_key(SECRET, "cursor"),
     )
-    transport = httpx.ASGITransport(app=create_app(services), raise_app_exceptions=False)
+
+
+def api(cli: Cli) -> httpx.AsyncClient:
+    """The app itself, in this process, over the database the commands wrote."""
+    app = create_app(services_of(cli))
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     return httpx.AsyncClient(transport=transport, base_url="https://hangar.example")
 
 
@@ -650,6 +656,37 @@ async def test_jobs_run_mel_expiry_expires_an_overdue_item_once(cli: Cli) -> Non
     assert status == "expired"
     assert active is False
     assert fired == ["aircraft.grounded", "mel.expired"]
+
+
+async def test_jobs_run_retention_prunes_now_and_prints_what_it_deleted(cli: Cli) -> None:
+    services = services_of(cli)
+    owner = await make_org(cli.engine, "Retention")
+    sub = await subscription(services, owner)
+    long_ago = datetime(2001, 1, 1, tzinfo=UTC)  # before any real today's window
+    made = [
+        await delivery(services, owner, sub, finished=long_ago, attempts=2, redeliveries=1)
+        for _ in range(3)
+    ]
+    recent = await delivery(services, owner, sub, finished=datetime.now(UTC))
+
+    ran = await cli.run("jobs", "run", "retention")
+
+    done = ran.json()
+    assert list(done) == [
+        "webhook_deliveries",
+        "webhook_attempts",
+        "webhook_redeliveries",
+        "events",
+        "sessions",
+        "invitations",
+    ]
+    # A database of this module's own, where no other delivery was made.
+    assert (done["webhook_deliveries"], done["webhook_attempts"]) == (3, 6)
+    assert done["webhook_redeliveries"] == 3
+    assert done["events"] >= 3
+    for m in made:
+        assert await kept(cli.engine, m) == nothing_of(m)
+    assert await kept(cli.engine, recent) == recent.rows
 
 
 def test_the_entry_point_is_the_installed_command() -> None:

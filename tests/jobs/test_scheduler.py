@@ -12,6 +12,7 @@ MEL-expiry job uses a minute no other test uses.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
@@ -26,6 +27,8 @@ from hangar.fleet.models import Aircraft, MelItem
 from hangar.ids import new_id
 from hangar.jobs import scheduler
 from hangar.jobs.models import JobTick
+from hangar.jobs.scheduler import Done, JobRun
+from hangar.kit.services import Services
 from hangar.process import JOBS
 from hangar.webhooks import outbox
 from tests.fixtures.factories import T0, Org
@@ -43,6 +46,12 @@ async def second_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
+@pytest.fixture
+def second(services: Services, second_engine: AsyncEngine) -> Services:
+    """The other worker's services: its own engine, the same settings and clock."""
+    return dataclasses.replace(services, engine=second_engine)
+
+
 class Counting:
     """A job that records each run: (the minute it was run for, the engine it got)."""
 
@@ -50,11 +59,11 @@ class Counting:
         self.runs: list[tuple[datetime, AsyncEngine]] = []
         self.ran = asyncio.Event()
 
-    async def __call__(self, engine: AsyncEngine, now: datetime) -> int:
-        self.runs.append((scheduler.minute_of(now), engine))
+    async def __call__(self, run: JobRun) -> Done:
+        self.runs.append((scheduler.minute_of(run.now), run.services.engine))
         self.ran.set()
         await asyncio.sleep(0)  # let the other worker interleave here
-        return 1
+        return {"ran": 1}
 
 
 def job_name() -> str:
@@ -70,28 +79,28 @@ async def ticks(engine: AsyncEngine, name: str) -> list[datetime]:
 
 
 async def test_two_workers_run_a_minute_once_and_the_next_minute_again(
-    engine: AsyncEngine, second_engine: AsyncEngine
+    engine: AsyncEngine, services: Services, second: Services
 ) -> None:
     name, job = job_name(), Counting()
     jobs = {name: job}
     now = MINUTE + timedelta(seconds=12)
 
     ran = await asyncio.gather(
-        scheduler.run_tick(engine, now, jobs), scheduler.run_tick(second_engine, now, jobs)
+        scheduler.run_tick(services, now, jobs), scheduler.run_tick(second, now, jobs)
     )
 
     assert sorted(ran) == [[], [name]]
     assert [minute for minute, _ in job.runs] == [MINUTE]
     # Later in the same minute, either worker: nothing.
-    for later, which in ((now + timedelta(seconds=40), engine), (MINUTE, second_engine)):
+    for later, which in ((now + timedelta(seconds=40), services), (MINUTE, second)):
         assert await scheduler.run_tick(which, later, jobs) == []
     assert len(job.runs) == 1
 
     # The next minute, both try again and one of them runs it.
     next_minute = MINUTE + timedelta(minutes=1)
     ran = await asyncio.gather(
-        scheduler.run_tick(second_engine, next_minute, jobs),
-        scheduler.run_tick(engine, next_minute + timedelta(seconds=59.999), jobs),
+        scheduler.run_tick(second, next_minute, jobs),
+        scheduler.run_tick(services, next_minute + timedelta(seconds=59.999), jobs),
     )
     assert sorted(ran) == [[], [name]]
     assert [minute for minute, _ in job.runs] == [MINUTE, next_minute]
@@ -99,7 +108,7 @@ async def test_two_workers_run_a_minute_once_and_the_next_minute_again(
 
 
 async def test_many_workers_racing_for_one_minute_run_it_once(
-    engine: AsyncEngine, second_engine: AsyncEngine
+    engine: AsyncEngine, second_engine: AsyncEngine, services: Services
 ) -> None:
     name, job = job_name(), Counting()
     now = MINUTE + timedelta(minutes=10, seconds=1)
@@ -111,44 +120,44 @@ async def test_many_workers_racing_for_one_minute_run_it_once(
     )
     assert claims.count(True) == 1
     # The claim is the row; a run for that minute finds it taken.
-    assert await scheduler.run_tick(engine, now, {name: job}) == []
+    assert await scheduler.run_tick(services, now, {name: job}) == []
     assert job.runs == []
 
 
-async def test_each_job_has_its_own_claim(engine: AsyncEngine, second_engine: AsyncEngine) -> None:
-    first, second = job_name(), job_name()
+async def test_each_job_has_its_own_claim(services: Services, second: Services) -> None:
+    one, another = job_name(), job_name()
     a, b = Counting(), Counting()
     now = MINUTE + timedelta(minutes=20)
-    assert await scheduler.run_tick(engine, now, {first: a}) == [first]
+    assert await scheduler.run_tick(services, now, {one: a}) == [one]
     # Another job is not held back by the first one's claim for the minute.
-    assert await scheduler.run_tick(second_engine, now, {first: a, second: b}) == [second]
+    assert await scheduler.run_tick(second, now, {one: a, another: b}) == [another]
     assert (len(a.runs), len(b.runs)) == (1, 1)
 
 
 async def test_a_failing_job_is_not_retried_within_its_minute_but_runs_the_next(
-    engine: AsyncEngine, second_engine: AsyncEngine
+    services: Services, second: Services
 ) -> None:
     name = job_name()
     calls: list[datetime] = []
 
-    async def broken(_engine: AsyncEngine, now: datetime) -> int:
-        calls.append(now)
+    async def broken(run: JobRun) -> Done:
+        calls.append(run.now)
         raise RuntimeError("boom")
 
     now = MINUTE + timedelta(minutes=30)
-    assert await scheduler.run_tick(engine, now, {name: broken}) == [name]
-    assert await scheduler.run_tick(second_engine, now, {name: broken}) == []
-    assert await scheduler.run_tick(engine, now + timedelta(minutes=1), {name: broken}) == [name]
+    assert await scheduler.run_tick(services, now, {name: broken}) == [name]
+    assert await scheduler.run_tick(second, now, {name: broken}) == []
+    assert await scheduler.run_tick(services, now + timedelta(minutes=1), {name: broken}) == [name]
     assert len(calls) == 2
 
 
-async def test_ticks_older_than_a_day_are_pruned(engine: AsyncEngine) -> None:
+async def test_ticks_older_than_a_day_are_pruned(engine: AsyncEngine, services: Services) -> None:
     name, job = job_name(), Counting()
     first = MINUTE + timedelta(minutes=40)
-    assert await scheduler.run_tick(engine, first, {name: job}) == [name]
-    assert await scheduler.run_tick(engine, first + timedelta(hours=23), {name: job}) == [name]
+    assert await scheduler.run_tick(services, first, {name: job}) == [name]
+    assert await scheduler.run_tick(services, first + timedelta(hours=23), {name: job}) == [name]
     assert await ticks(engine, name) == [first, first + timedelta(hours=23)]
-    assert await scheduler.run_tick(engine, first + timedelta(days=1, minutes=1), {name: job})
+    assert await scheduler.run_tick(services, first + timedelta(days=1, minutes=1), {name: job})
     assert await ticks(engine, name) == [
         first + timedelta(hours=23),
         first + timedelta(days=1, minutes=1),
@@ -156,7 +165,11 @@ async def test_ticks_older_than_a_day_are_pruned(engine: AsyncEngine) -> None:
 
 
 async def test_two_scheduler_loops_started_together_run_the_minute_once(
-    engine: AsyncEngine, second_engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+    engine: AsyncEngine,
+    second_engine: AsyncEngine,
+    services: Services,
+    second: Services,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """run_every_minute, as each worker runs it: the first tick happens at start."""
     name, job = job_name(), Counting()
@@ -174,8 +187,10 @@ async def test_two_scheduler_loops_started_together_run_the_minute_once(
     async def two_workers() -> None:
         stop = asyncio.Event()
         loops = [
-            asyncio.create_task(scheduler.run_every_minute(e, clock, stop, {name: job}))
-            for e in (engine, second_engine)
+            asyncio.create_task(
+                scheduler.run_every_minute(dataclasses.replace(s, clock=clock), stop, {name: job})
+            )
+            for s in (services, second)
         ]
         try:
             # One of them has run the job. The other started its tick before that (the
@@ -205,12 +220,13 @@ async def test_two_scheduler_loops_started_together_run_the_minute_once(
 
 async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     engine: AsyncEngine,
-    second_engine: AsyncEngine,
+    services: Services,
+    second: Services,
     org: Org,
     other: Org,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert "mel-expiry" in JOBS
+    assert list(JOBS) == ["mel-expiry", "retention"]
     now = datetime(2026, 5, 4, 14, 21, 9, tzinfo=UTC)  # this test's own minute
     planes = {}
     items = {}
@@ -243,10 +259,11 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     monkeypatch.setattr(outbox, "record", spy)
 
     ran = await asyncio.gather(
-        scheduler.run_tick(engine, now, JOBS), scheduler.run_tick(second_engine, now, JOBS)
+        scheduler.run_tick(services, now, JOBS), scheduler.run_tick(second, now, JOBS)
     )
 
-    assert sorted(ran) == [[], ["mel-expiry"]]
+    # Each job once, by whichever worker claimed it first (not always the same one).
+    assert sorted(job for by_one in ran for job in by_one) == sorted(JOBS)
     ours = [(event, ident) for org_id, event, ident in fired if org_id == org.id]
     assert ours == [
         ("mel.expired", str(items[org.id])),
@@ -263,8 +280,8 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     assert (status, active) == ("expired", False)
 
     # Same minute again: not run. Next minute: run, but nothing is left to expire.
-    assert await scheduler.run_tick(second_engine, now + timedelta(seconds=30), JOBS) == []
-    assert await scheduler.run_tick(engine, now + timedelta(minutes=1), JOBS) == ["mel-expiry"]
+    assert await scheduler.run_tick(second, now + timedelta(seconds=30), JOBS) == []
+    assert await scheduler.run_tick(services, now + timedelta(minutes=1), JOBS) == list(JOBS)
     assert [e for org_id, e, _ in fired if org_id == org.id] == [
         "mel.expired",
         "aircraft.grounded",

@@ -7,18 +7,16 @@ import ssl
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import datetime
 
 import httpx
 import pytest
 import trustme
 from redis.asyncio import Redis
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
 from hangar.db.engine import make_engine
-from hangar.jobs.scheduler import run_tick
+from hangar.jobs.scheduler import Done, JobRun, run_tick
 from hangar.kit.ratelimit import RedisRateLimiter
 from hangar.kit.services import Services
 from hangar.webhooks import catalogue
@@ -272,21 +270,21 @@ async def test_the_queue_gauges_tell_a_slow_endpoint_from_too_few_workers(
 
 
 async def test_scheduler_ticks_and_job_results_are_counted(
-    client: httpx.AsyncClient, engine: AsyncEngine, clock: FakeClock
+    client: httpx.AsyncClient, services: Services, clock: FakeClock
 ) -> None:
     name = f"metrics-{uuid.uuid4().hex[:8]}"
     broken = f"{name}-broken"
 
-    async def job(_: AsyncEngine, __: datetime) -> int:
-        return 3
+    async def job(_: JobRun) -> Done:
+        return {"done": 3}
 
-    async def fails(_: AsyncEngine, __: datetime) -> int:
+    async def fails(_: JobRun) -> Done:
         raise RuntimeError("planted")
 
     before = await scrape(client)
     jobs = {name: job, broken: fails}
-    assert await run_tick(engine, clock.now(), jobs) == [name, broken]
-    assert await run_tick(engine, clock.now(), jobs) == []  # this minute is taken
+    assert await run_tick(services, clock.now(), jobs) == [name, broken]
+    assert await run_tick(services, clock.now(), jobs) == []  # this minute is taken
     after = await scrape(client)
 
     assert without_timings(moved(before, after)) == {

@@ -130,6 +130,7 @@ async def topology(
             # The operator's view of the topology: metrics and JSON logs, as deployed.
             "HANGAR_METRICS_TOKEN": METRICS_TOKEN,
             "HANGAR_LOG_FORMAT": "json",
+            "HANGAR_DELIVERY_RETENTION_DAYS": "30",
         }
     )
     settings = Settings(database_url=database_url, secret_key=SECRET, public_url=base)

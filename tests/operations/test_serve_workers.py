@@ -90,6 +90,7 @@ def test_the_server_processes_read_back_the_settings_the_parent_checked() -> Non
         service_domain="calendar.example.org",
         redis_url="redis://cache.internal:6379/2",
         redis_prefix="blue",
+        delivery_retention_days=7,
     )
     assert load_settings(environment(checked)) == checked
     without_redis = Settings(database_url=checked.database_url, secret_key=SECRET)

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from hangar.cli.common import command_group, emit, fail, migrated_settings
-from hangar.clock import SystemClock
 from hangar.db.engine import make_engine
+from hangar.jobs.scheduler import Done, JobRun
 from hangar.process import JOBS
+from hangar.services import build_services
 
 jobs_app = command_group("Scheduled jobs, run once by hand.")
 
@@ -19,16 +20,17 @@ jobs_app = command_group("Scheduled jobs, run once by hand.")
 def jobs_run(
     job: Annotated[str, typer.Argument(metavar="JOB", help=f"One of {', '.join(JOBS)}")],
 ) -> None:
-    """Run a scheduled job once, now."""
+    """Run a scheduled job once, now, as a tick of the scheduler runs it; print what it did."""
     if job not in JOBS:
         fail(f"unknown job {job!r}; jobs: {', '.join(JOBS)}")
     current = migrated_settings()
 
-    async def main() -> int:
-        engine = make_engine(current.database_url, pool_size=1)
+    async def main() -> Done:
+        # One connection is all a job uses at a time.
+        services = build_services(current, engine=make_engine(current.database_url, pool_size=1))
         try:
-            return await JOBS[job](engine, SystemClock().now())
+            return await JOBS[job](JobRun(services, services.clock.now()))
         finally:
-            await engine.dispose()
+            await services.close()
 
-    emit({"expired": asyncio.run(main())})
+    emit(asyncio.run(main()))

@@ -103,6 +103,7 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_SERVICE_DOMAIN": current.service_domain,
         "HANGAR_REDIS_PREFIX": current.redis_prefix,
         "HANGAR_LOG_FORMAT": current.log_format,
+        "HANGAR_DELIVERY_RETENTION_DAYS": str(current.delivery_retention_days),
     }
     if current.redis_url:
         env["HANGAR_REDIS_URL"] = current.redis_url

@@ -39,6 +39,16 @@ REDELIVERY_LIMITS = (Limit(10, 3600, "10 redeliveries per hour"),)
 FINISHED = ("succeeded", "failed")
 
 
+def kept_for(days: int) -> str:
+    """How far back the log reaches (HANGAR_DELIVERY_RETENTION_DAYS, hangar.retention), said
+    where a delivery may be missing because of it."""
+    return f"Deliveries are kept for {days} day{'' if days == 1 else 's'} after they finish."
+
+
+def not_found(days: int) -> NotFound:
+    return NotFound(detail=f"No such delivery. {kept_for(days)}")
+
+
 class RequestView(TypedDict):
     headers: list[list[str]]  # [name, value] in the order sent
     body: str
@@ -209,8 +219,9 @@ async def redeliver(
     now: datetime,
 ) -> uuid.UUID:
     """Queues a finished delivery again, as a new series of attempts; returns the
-    redelivery's id. Refusals: 404 (not this organization's, or the subscription deleted),
-    409 (disabled subscription, delivery not finished), 429 (past the limit)."""
+    redelivery's id. Refusals: 404 (not this organization's, the subscription deleted, or the
+    delivery past retention), 409 (disabled subscription, delivery not finished), 429 (past
+    the limit)."""
     sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
     row = (
         await conn.execute(
@@ -223,8 +234,8 @@ async def redeliver(
             .with_for_update()
         )
     ).first()
-    if row is None:
-        raise NotFound(DELIVERY)
+    if row is None:  # never made here, or deleted once past retention
+        raise not_found(services.settings.delivery_retention_days)
     if not sub["enabled"]:
         raise Conflict(
             "This webhook subscription is disabled: enable it first, then redeliver.",

@@ -1,0 +1,230 @@
+"""One batch of each kind of row retention deletes: a short transaction that finds its rows
+through an index, oldest first, and deletes about `size` of them (with what refers to them).
+
+- Finished deliveries are read from `ix_webhook_deliveries_finished` (completed_at, WHERE
+  status <> 'pending') and locked FOR UPDATE SKIP LOCKED on PostgreSQL: a row that Redeliver
+  holds is skipped, not waited for, and a pending row is never read, so never locked. Their
+  attempts and redeliveries go first (through their delivery_id indexes), then they do. Each
+  delete restates "still finished, still old": on SQLite the read comes before the write
+  transaction begins, and a delivery redelivered in between is pending again.
+- Events go when they are older than the window and no delivery refers to them (NOT EXISTS
+  through `ix_webhook_deliveries_event_id`): those of the deliveries a batch deletes in the
+  same transaction, by their ids; the others (events that no subscription received) read
+  from `ix_events_created_at`, by keyset.
+- Sessions and invitations are read from their `expires_at` indexes, a range at a time.
+
+The statements are built here by name, so that tests hold each to its index.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Delete, Select, and_, delete, exists, literal, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.orm import InstrumentedAttribute
+
+from hangar.auth.models import UserSession
+from hangar.orgs.models import Invitation
+from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
+from hangar.webhooks.queue import is_finished
+
+DELIVERIES = Delivery.__tablename__
+ATTEMPTS = Attempt.__tablename__
+REDELIVERIES = Redelivery.__tablename__
+EVENTS = Event.__tablename__
+SESSIONS = UserSession.__tablename__
+INVITATIONS = Invitation.__tablename__
+# Every table retention deletes from, in the order it reports them.
+TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS, SESSIONS, INVITATIONS)
+
+
+@dataclass(frozen=True)
+class Batch:
+    deleted: dict[str, int]  # rows, by table
+    more: bool  # the batch was full: there may be more to delete
+
+
+def _literal(n: int) -> Any:
+    # Written into the SQL, not bound: a prepared statement's plan is then made for it.
+    return literal(n, literal_execute=True)
+
+
+# --- deliveries, with their attempts and redeliveries ------------------------------------
+
+
+def finished_before(cutoff: datetime) -> ColumnElement[bool]:
+    return and_(is_finished(), Delivery.completed_at < cutoff)
+
+
+def finished_deliveries(
+    cutoff: datetime, since: datetime | None, size: int
+) -> Select[uuid.UUID, datetime | None, uuid.UUID]:
+    """The oldest finished deliveries older than `cutoff` (from `since` on: where the last
+    batch ended), locked for deletion; a row another transaction holds is skipped."""
+    stmt = select(Delivery.id, Delivery.completed_at, Delivery.event_id).where(
+        finished_before(cutoff)
+    )
+    if since is not None:
+        stmt = stmt.where(Delivery.completed_at >= since)
+    return (
+        stmt.order_by(Delivery.completed_at)
+        .limit(_literal(size))
+        .with_for_update(skip_locked=True)  # SQLite: nothing (one writer at a time)
+    )
+
+
+def _still_finished(ids: Sequence[uuid.UUID], cutoff: datetime) -> Select[uuid.UUID]:
+    return select(Delivery.id).where(Delivery.id.in_(ids), finished_before(cutoff))
+
+
+# The ids are given twice to the two below, as a list and through the restated condition:
+# the planner then reads each table through its delivery_id index.
+
+
+def attempts_of(ids: Sequence[uuid.UUID], cutoff: datetime) -> Delete:
+    still = _still_finished(ids, cutoff)
+    return delete(Attempt).where(Attempt.delivery_id.in_(ids), Attempt.delivery_id.in_(still))
+
+
+def redeliveries_of(ids: Sequence[uuid.UUID], cutoff: datetime) -> Delete:
+    still = _still_finished(ids, cutoff)
+    return delete(Redelivery).where(
+        Redelivery.delivery_id.in_(ids), Redelivery.delivery_id.in_(still)
+    )
+
+
+def deliveries_of(ids: Sequence[uuid.UUID], cutoff: datetime) -> Delete:
+    return delete(Delivery).where(Delivery.id.in_(ids), finished_before(cutoff))
+
+
+UNREFERENCED = ~exists().where(Delivery.event_id == Event.id)
+
+
+def events_of(ids: Sequence[uuid.UUID], cutoff: datetime) -> Delete:
+    """The events of deleted deliveries that no other delivery refers to: found by their
+    ids here, as the deliveries go, rather than read again from the events' index."""
+    return delete(Event).where(Event.id.in_(ids), Event.created_at < cutoff, UNREFERENCED)
+
+
+@dataclass
+class Deliveries:
+    cutoff: datetime
+    size: int
+    since: datetime | None = None  # where the last batch ended
+
+    async def run(self, engine: AsyncEngine) -> Batch:
+        async with engine.begin() as conn:
+            found = finished_deliveries(self.cutoff, self.since, self.size)
+            rows = (await conn.execute(found)).all()
+            if not rows:
+                return Batch({}, more=False)
+            self.since = rows[-1].completed_at
+            ids, events = [r.id for r in rows], list({r.event_id for r in rows})
+            deleted = {
+                ATTEMPTS: (await conn.execute(attempts_of(ids, self.cutoff))).rowcount,
+                REDELIVERIES: (await conn.execute(redeliveries_of(ids, self.cutoff))).rowcount,
+                DELIVERIES: (await conn.execute(deliveries_of(ids, self.cutoff))).rowcount,
+                EVENTS: (await conn.execute(events_of(events, self.cutoff))).rowcount,
+            }
+        return Batch(deleted, more=len(rows) == self.size)
+
+
+# --- events no delivery refers to --------------------------------------------------------
+
+
+def old_events(
+    cutoff: datetime, after: tuple[datetime, uuid.UUID] | None, size: int
+) -> Select[uuid.UUID, datetime]:
+    """The oldest events created before `cutoff`, past `after` (where the last batch ended)."""
+    stmt = select(Event.id, Event.created_at).where(Event.created_at < cutoff)
+    if after is not None:
+        at, last = after
+        stmt = stmt.where(
+            Event.created_at >= at,  # where the index's range starts
+            or_(Event.created_at > at, Event.id > last),
+        )
+    return stmt.order_by(Event.created_at, Event.id).limit(_literal(size))
+
+
+@dataclass
+class Events:
+    """Events older than `cutoff` that no delivery refers to: those that no subscription
+    received (the events of deliveries go with them), and any a batch of deliveries left.
+
+    Read as a list of ids, then deleted by it, where a range of the index (as `Oldest`
+    deletes) would do: given a range, PostgreSQL's planner, unsure how many rows it holds,
+    may check "no delivery refers to it" by hashing every delivery rather than by the
+    event_id index."""
+
+    cutoff: datetime
+    size: int
+    after: tuple[datetime, uuid.UUID] | None = None  # where the last batch ended
+
+    async def run(self, engine: AsyncEngine) -> Batch:
+        async with engine.begin() as conn:
+            rows = (await conn.execute(old_events(self.cutoff, self.after, self.size))).all()
+            if not rows:
+                return Batch({}, more=False)
+            self.after = (rows[-1].created_at, rows[-1].id)
+            gone = await conn.execute(events_of([r.id for r in rows], self.cutoff))
+        return Batch({EVENTS: gone.rowcount}, more=len(rows) == self.size)
+
+
+# --- sessions and invitations -------------------------------------------------------------
+
+
+@dataclass
+class Oldest:
+    """Rows of `model` whose `column` (indexed) is before `before`, oldest first. A batch is
+    a range of the index: up to the time of its `size`th row, read by OFFSET from the index.
+    It deletes `size` rows, more only when several share that last time."""
+
+    model: type[UserSession] | type[Invitation]
+    column: InstrumentedAttribute[datetime]
+    before: datetime
+    size: int
+    after: datetime | None = None  # where the last batch ended
+
+    def _range(self) -> ColumnElement[bool]:
+        rows = self.column < self.before
+        return rows if self.after is None else and_(rows, self.column > self.after)
+
+    def end_of_batch(self) -> Select[datetime]:
+        return (
+            select(self.column)
+            .where(self._range())
+            .order_by(self.column)
+            .offset(_literal(self.size - 1))
+            .limit(_literal(1))
+        )
+
+    def deleted(self, end: datetime | None) -> Delete:
+        """The batch that ends at `end` (None: all that is left before `before`)."""
+        rows = self._range()
+        if end is not None:
+            rows = and_(rows, self.column <= end)
+        return delete(self.model).where(rows)
+
+    async def run(self, engine: AsyncEngine) -> Batch:
+        async with engine.begin() as conn:
+            end = await conn.scalar(self.end_of_batch())
+            gone = await conn.execute(self.deleted(end))
+        self.after = end
+        return Batch({self.model.__tablename__: gone.rowcount}, more=end is not None)
+
+
+def sessions(now: datetime, size: int) -> Oldest:
+    """Sessions past their absolute expiry (one idle too long is past its expiry within
+    12 hours): nothing refers to a session."""
+    return Oldest(UserSession, UserSession.expires_at, now, size)
+
+
+def invitations(before: datetime, size: int) -> Oldest:
+    """Invitations that expired before `before`, used or not (every invitation expires, so
+    a used one goes too): nothing refers to an invitation."""
+    return Oldest(Invitation, Invitation.expires_at, before, size)
