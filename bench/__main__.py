@@ -318,15 +318,17 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     import statistics
 
     from bench import webhooks
-    from bench.setup import SECRET, hangar, hangar_env
+    from bench.setup import SECRET, hangar, hangar_env, vacuum_queue
     from hangar.config import Settings
     from hangar.webhooks.queue import MAX_IN_FLIGHT
 
     hangar(hangar_env(database_url, None), "db", "upgrade")
+    vacuum = lambda: asyncio.run(vacuum_queue(database_url))  # noqa: E731
     settings = Settings(database_url=database_url, secret_key=SECRET)
     if g6:
         events = 20 if quick else 1000
         log(f"G6: {events} events x 10 subscriptions, {label}")
+        vacuum()
         try:
             t = asyncio.run(webhooks.throughput(settings, events, 10, 100, free_port()))
             ratio = t.hangar / t.bare
@@ -345,6 +347,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         except Exception as exc:
             run.add(Row.failed("G6", f"delivery throughput, {label}", ">= 0.80x", exc))
         log(f"G6: {events} events x 1 subscription (its cap: {MAX_IN_FLIGHT} in flight), {label}")
+        vacuum()
         try:
             t = asyncio.run(webhooks.throughput(settings, events, 1, MAX_IN_FLIGHT, free_port()))
             run.add(
@@ -365,6 +368,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     if g6:
         g9_events = 100 if quick else 10_000
         log(f"G9: a worker process drains {g9_events * 10:,} pending deliveries, {label}")
+        vacuum()
         try:
             env = hangar_env(database_url, None)
             d = asyncio.run(
@@ -388,6 +392,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
             run.add(Row.failed("G9", f"worker RSS draining a backlog, {label}", "<= 300 MB", exc))
     samples = 10 if quick else 50
     log(f"G7: {samples} product actions, idle dispatcher, {label}")
+    vacuum()
     try:
         ms = asyncio.run(webhooks.latency(settings, samples, free_port()))
         p50, p99 = statistics.median(ms), webhooks.percentile(ms, 0.99)
@@ -407,6 +412,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         run.add(Row.failed("G7", f"commit -> first byte, {label}", "", exc))
     backlog = 100 if quick else 1000
     log(f"G13: a healthy organization's G7 while another's endpoint is slow, {label}")
+    vacuum()
     try:
         phases = asyncio.run(webhooks.fairness(settings, samples, backlog, free_port()))
         quiet = phases[0]
@@ -429,6 +435,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     except Exception as exc:
         run.add(Row.failed("G13", f"fair delivery, {label}", "", exc))
     log(f"G8: retry waits, {label}")
+    vacuum()
     try:
         limit_s = 35.0 if quick else 80.0
         firsts, seconds = asyncio.run(webhooks.retry_waits(settings, 3, free_port(), limit_s))

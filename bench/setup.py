@@ -88,6 +88,26 @@ async def create_pg_database(url: str) -> None:
         await conn.close()
 
 
+# The delivery tables churn: each delivery is inserted, leased, settled. Production keeps
+# their dead rows in check with autovacuum (PostgreSQL's default); this machine's server runs
+# with it off, so a run would inherit every earlier run's dead index entries. Each delivery
+# row starts from a vacuumed database instead, as a server with autovacuum would be.
+QUEUE_TABLES = "webhook_deliveries, webhook_attempts, webhook_redeliveries, events"
+
+
+async def vacuum_queue(url: str) -> None:
+    """VACUUM (ANALYZE) the delivery tables of `url`, if it is a PostgreSQL database."""
+    import asyncpg
+
+    if not url.startswith(("postgresql://", "postgres://")):
+        return
+    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
+    try:
+        await conn.execute(f"VACUUM (ANALYZE) {QUEUE_TABLES}")
+    finally:
+        await conn.close()
+
+
 async def _pg_comment(url: str, value: str | None = None) -> str | None:
     import asyncpg
 
