@@ -22,7 +22,7 @@ from hangar.webhooks import health_stats as stats
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.health_stats import DAY, HOUR, WEEK, Week
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.queue import MAX_IN_FLIGHT, is_due, is_in_flight, is_pending
+from hangar.webhooks.queue import MAX_IN_FLIGHT, in_flight_count, is_due, is_pending
 
 
 class QueueView(TypedDict):
@@ -127,18 +127,18 @@ async def subscription_health(
 
 
 async def _queue(conn: AsyncConnection, sub_id: uuid.UUID, now: datetime) -> QueueView:
-    due, in_flight = is_due(now), is_in_flight(now)
+    due = is_due(now)
     row = (
         await conn.execute(
             select(
                 func.count(),
-                func.count().filter(in_flight),
                 func.count().filter(due),
                 func.min(Delivery.next_attempt_at).filter(due),
+                in_flight_count(sub_id, now),
             ).where(Delivery.subscription_id == sub_id, is_pending())
         )
     ).one()
-    pending, flying, due_now, oldest = row
+    pending, due_now, oldest, flying = row
     return QueueView(
         waiting=pending - flying,
         due=due_now,
