@@ -78,6 +78,7 @@ GET_ROUTES = (
     "/api/orgs/{org_id}/webhooks",
     "/api/orgs/{org_id}/webhooks/{sub_id}",
     "/api/orgs/{org_id}/webhooks/{sub_id}/deliveries",
+    "/api/orgs/{org_id}/webhooks/{sub_id}/health",
     "/static/{name}",
     "/login",
     "/invitations/{token}",

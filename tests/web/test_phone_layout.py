@@ -18,7 +18,7 @@ from sqlalchemy import insert, update
 from hangar.kit.services import Services
 from hangar.webhooks import outbox
 from hangar.webhooks.models import Attempt, Delivery
-from tests.fixtures.browser import TIMEOUT_MS, chromium, needs_chromium
+from tests.fixtures.browser import OVERFLOW, TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.live_server import LiveServer
@@ -32,29 +32,6 @@ pytestmark = needs_chromium
 PHONE: ViewportSize = {"width": 390, "height": 844}
 # An unbroken run of characters, as a receiver's error page or a long URL path brings.
 LONG_WORD = "x" * 120
-
-# What sticks out past the right edge of the screen and is not inside a box of its own
-# that clips or scrolls it: each such element, named for the failure message.
-OVERFLOW = """() => {
-  const width = document.documentElement.clientWidth;
-  const boxed = (el) => {
-    for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
-      if (getComputedStyle(up).overflowX !== "visible") return true;
-    }
-    return false;
-  };
-  const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
-    + (el.getAttribute("class") ? "." + el.getAttribute("class").split(" ").join(".") : "");
-  const wide = [...document.body.querySelectorAll("*")].filter(
-    (el) => el.getBoundingClientRect().right > width + 0.5 && !boxed(el));
-  // The innermost culprits: their parents are wide only because of them.
-  const culprits = wide.filter((el) => ![...el.children].some((c) => wide.includes(c)));
-  return {
-    scrollWidth: document.documentElement.scrollWidth,
-    wide: culprits.slice(0, 8).map(
-      (el) => `${name(el)} to ${Math.round(el.getBoundingClientRect().right)}px`),
-  };
-}"""
 
 
 async def _webhook_with_history(services: Services, org: Org, name: str) -> uuid.UUID:

@@ -1,4 +1,5 @@
-"""/settings/{org_id}/webhooks: subscriptions, Enable, Test, the delivery log and Redeliver.
+"""/settings/{org_id}/webhooks: subscriptions, Enable, Test, the delivery log with the
+subscription's health above it, and Redeliver.
 
 Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
@@ -17,11 +18,13 @@ from hangar.kit.routing import Now, ServicesDep, Tx, path_id
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
 from hangar.web.events import EVENTS
 from hangar.web.forms import submit
+from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
 from hangar.webhooks.delivery_log import DELIVERY, REDELIVERY_LIMITS
+from hangar.webhooks.health import duration_words, percent_words
 from hangar.webhooks.service import NewSubscription, SubscriptionEdit
 from hangar.webhooks.subscriptions import SubscriptionView
 
@@ -179,9 +182,12 @@ async def test(
 
 
 @router.get("/{sub_id}/deliveries")
-async def deliveries(request: Request, admin: AdminPage, conn: Tx, sub_id: str) -> Response:
+async def deliveries(
+    request: Request, services: ServicesDep, admin: AdminPage, conn: Tx, now: Now, sub_id: str
+) -> Response:
     target = path_id(sub_id, subs.SUBSCRIPTION)
     sub = await service.get(conn, admin.org_id, target)
+    health = await service.subscription_health(conn, services, admin.org_id, target, now)
     found = await service.deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)
     return render(
         request,
@@ -189,6 +195,10 @@ async def deliveries(request: Request, admin: AdminPage, conn: Tx, sub_id: str) 
         **_page(
             admin,
             sub=sub,
+            health=health,
+            charts=charts(health),
+            duration_words=duration_words,
+            percent_words=percent_words,
             deliveries=found,
             pending=any(d["status"] == "pending" for d in found),
             done=request.query_params.get("done", ""),

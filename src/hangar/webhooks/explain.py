@@ -51,6 +51,12 @@ OUTCOMES: dict[AttemptKind, AttemptOutcome] = {
     "secret_unreadable": "secret_unreadable",
 }
 
+# The kinds of attempt that sent no request (the URL refused before connecting, or no secret
+# to sign with): their durations say nothing of how the receiver answers.
+NOTHING_SENT: frozenset[AttemptKind] = frozenset(
+    kind for kind, outcome in OUTCOMES.items() if outcome in ("url_refused", "secret_unreadable")
+)
+
 # OpenSSL's X509_V_ERR_* codes, as ssl.SSLCertVerificationError.verify_code carries them.
 _EXPIRED = frozenset({9, 10})  # not yet valid, expired: outside the certificate's dates
 _WRONG_HOST = frozenset({62, 64})  # host name, IP address mismatch

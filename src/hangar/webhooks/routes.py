@@ -1,5 +1,5 @@
 """/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, Test, the delivery log,
-Redeliver.
+Redeliver, health.
 
 The actions are webhooks/service.py's, shared with the Org Settings screens; these routes
 only present them as JSON, in the request's one transaction."""
@@ -80,6 +80,16 @@ async def list_deliveries(
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
     return json_response(await service.deliveries(conn, actor.org_id, target, limit))
+
+
+@router.get("/{sub_id}/health")
+async def subscription_health(
+    services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str
+) -> Response:
+    target = path_id(sub_id, SUBSCRIPTION)
+    return json_response(
+        await service.subscription_health(conn, services, actor.org_id, target, now)
+    )
 
 
 @router.post("/{sub_id}/deliveries/{delivery_id}/redeliver", status_code=202)

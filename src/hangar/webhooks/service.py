@@ -1,5 +1,5 @@
-"""The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log
-and Redeliver.
+"""The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log,
+Redeliver and health.
 
 Each action once, for the management API (webhooks/routes.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
@@ -19,9 +19,10 @@ from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.kit.services import Services
-from hangar.webhooks import catalogue, delivery_log, outbox
+from hangar.webhooks import catalogue, delivery_log, health, outbox
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.delivery_log import DeliveryView
+from hangar.webhooks.health import HealthView
 from hangar.webhooks.subscriptions import NewSubscriptionView, SubscriptionView
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
@@ -51,6 +52,18 @@ async def deliveries(
     conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
 ) -> list[DeliveryView]:
     return await delivery_log.recent_deliveries(conn, org_id, sub_id, limit)
+
+
+async def subscription_health(
+    conn: AsyncConnection,
+    services: Services,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    now: datetime,
+) -> HealthView:
+    """Its queue, its endpoint's last 24 hours and 7 days, and how far back its log reaches."""
+    retention = services.settings.delivery_retention_days
+    return await health.subscription_health(conn, org_id, sub_id, now, retention_days=retention)
 
 
 async def create(
