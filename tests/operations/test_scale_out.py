@@ -63,7 +63,7 @@ pytestmark = [
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 STARTUP_S = 120.0  # four processes and nginx starting at once on a loaded 2-core machine
 LEASE_S = 8.0  # the workers' lease (production: 60 s): long enough for any attempt here
-# Each worker's attempt slots (production: 100). The subscriber's cap (4 in flight, across
+# Each worker's attempt slots (production: 100). The subscriber's cap (10 in flight, across
 # workers) is then shared by both: neither can take it all, so both deliver.
 WORKER_SLOTS = 2
 PER_MINUTE = 60  # the spec's requests per key per calendar minute

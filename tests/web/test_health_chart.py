@@ -115,7 +115,9 @@ async def test_the_health_section_fits_and_its_charts_can_be_read(
             summary = health.locator(".health-summary.held-back")
             await expect(summary).to_be_visible()
             await expect(summary).to_contain_text("280 deliveries are waiting")
-            await expect(summary).to_contain_text("hangar sends at most 4 deliveries at a time")
+            await expect(summary).to_contain_text(
+                f"hangar sends at most {MAX_IN_FLIGHT} deliveries at a time"
+            )
             await expect(health.get_by_role("img", name="Deliveries per hour")).to_be_visible()
             await expect(health.get_by_role("img", name="Deliveries per day")).to_be_visible()
             await expect(page.locator("#auto-refresh")).to_have_count(0)

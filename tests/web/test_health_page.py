@@ -71,10 +71,12 @@ async def test_a_held_back_endpoint_is_said_so_prominently(
     assert summary is not None
     assert "held-back" in summary.group(1)
     assert summary.group(2).startswith(SLOW)
-    assert "hangar sends at most 4 deliveries at a time to one endpoint" in summary.group(2)
+    assert f"hangar sends at most {MAX_IN_FLIGHT} deliveries at a time to one endpoint" in (
+        summary.group(2)
+    )
     # The numbers in words and tables, not only in the drawing.
     assert "<strong>280</strong> waiting (280 due now" in section
-    assert "<strong>4</strong> in flight, of at most 4" in section
+    assert f"<strong>{MAX_IN_FLIGHT}</strong> in flight, of at most {MAX_IN_FLIGHT}" in section
     assert figures(section, "succeeded") == ["3", "3"]
     assert figures(section, "p50") == ["6.0 s", "6.0 s"]
     # Two charts, each with a title and description that name it to assistive technology.

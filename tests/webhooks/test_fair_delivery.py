@@ -64,15 +64,15 @@ def by_subscription(claimed: list[Claimed]) -> Counter[uuid.UUID]:
 
 @pytest.fixture
 async def three(hooks: Hooks, other: Org) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
-    """Three subscriptions, each to one event, in two organizations: A has 6 deliveries due,
-    the oldest; then B has 2 and C has 1."""
+    """Three subscriptions, each to one event, in two organizations: A has 2 deliveries more
+    than its cap due, the oldest; then B has 2 and C has 1."""
     services, org = hooks.services, hooks.org
     subs = (
         await subscribe(services, org, hooks.receiver.url("/a"), [A]),
         await subscribe(services, org, hooks.receiver.url("/b"), [B]),
         await subscribe(services, other, hooks.receiver.url("/c"), [C]),
     )
-    await queue(hooks, org, A, 6)
+    await queue(hooks, org, A, MAX_IN_FLIGHT + 2)
     await queue(hooks, org, B, 2)
     await queue(hooks, other, C, 1)
     return subs
@@ -110,7 +110,7 @@ async def test_a_subscription_never_has_more_than_its_cap_in_flight(
 
     first = await work.claim(50)
     assert by_subscription(first) == {a: MAX_IN_FLIGHT, b: 2, c: 1}
-    # A has 2 more due, but 4 in flight: nothing until one of them ends.
+    # A has 2 more due, but its cap in flight: nothing until one of them ends.
     assert await work.claim(50) == []
 
     await work.attempt(next(d for d in first if d.subscription_id == a))
@@ -127,7 +127,7 @@ async def test_leases_of_another_worker_count_and_dead_ones_do_not(
     assert by_subscription(await first.claim(50))[a] == MAX_IN_FLIGHT
     assert by_subscription(await second.claim(50))[a] == 0
 
-    # The first worker died: once its leases run out they are nobody's, and A's oldest four
+    # The first worker died: once its leases run out they are nobody's, and A's oldest ones
     # (due since, and unattempted) are claimed again.
     hooks.clock.advance(seconds=LEASE.total_seconds())
     again = await second.claim(50)
@@ -285,7 +285,7 @@ async def test_the_cap_holds_across_two_workers(
             lambda: receiver.in_flight["/slow"] >= MAX_IN_FLIGHT, "the slow endpoint got nothing"
         )
         # Both workers have free slots and are kicked by every new event: neither may add
-        # a fifth attempt to the slow endpoint.
+        # an attempt past the cap to the slow endpoint.
         waits = await fired_and_heard(hooks, other, 5)
         assert max(waits) < 1.0, waits
         assert receiver.most_in_flight["/slow"] == MAX_IN_FLIGHT

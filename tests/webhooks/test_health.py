@@ -287,8 +287,11 @@ async def test_held_back_exactly_when_due_deliveries_wait_behind_a_full_cap(
 
     # Nothing claimed yet: due work, but no slot taken (the workers may be down).
     queue, held, words = await state()
-    assert (queue, held) == ({"waiting": 7, "due": 6, "in_flight": 0}, False)
-    assert words.endswith(" 7 deliveries are waiting to be sent.")
+    assert (queue, held) == (
+        {"waiting": MAX_IN_FLIGHT + 3, "due": MAX_IN_FLIGHT + 2, "in_flight": 0},
+        False,
+    )
+    assert words.endswith(f" {MAX_IN_FLIGHT + 3} deliveries are waiting to be sent.")
 
     claimed = await hooks.dispatcher().claim(50)
     assert [c.subscription_id for c in claimed].count(ours.sub_id) == MAX_IN_FLIGHT
@@ -297,8 +300,8 @@ async def test_held_back_exactly_when_due_deliveries_wait_behind_a_full_cap(
     # 6000, 6200, 6100 and the 10 s timeout: 7.1 s on average over the last hour.
     assert words == (
         "Your endpoint answered in 7.1 s on average over the last hour; 3 deliveries are "
-        "waiting. hangar sends at most 4 deliveries at a time to one endpoint, so a slow "
-        "endpoint is served more slowly; it is not disabled for being slow."
+        f"waiting. hangar sends at most {MAX_IN_FLIGHT} deliveries at a time to one endpoint, so "
+        "a slow endpoint is served more slowly; it is not disabled for being slow."
     )
 
     # The cap full but nothing due (what waits is a retry's wait): not held back.
@@ -325,7 +328,10 @@ async def test_held_back_exactly_when_due_deliveries_wait_behind_a_full_cap(
     # Leases of a worker that died: once they run out nothing is in flight, all is due.
     clock.advance(seconds=LEASE.total_seconds())
     queue, held, _ = await state()
-    assert (queue, held) == ({"waiting": 5, "due": 5, "in_flight": 0}, False)
+    assert (queue, held) == (
+        {"waiting": MAX_IN_FLIGHT + 1, "due": MAX_IN_FLIGHT + 1, "in_flight": 0},
+        False,
+    )
 
 
 async def test_another_organizations_or_a_deleted_subscription_is_not_found(
@@ -401,7 +407,11 @@ def window(name: str, succeeded: int = 0, failed: int = 0, mean: int | None = No
 
 def queue(waiting: int = 0, due: int = 0, in_flight: int = 0) -> QueueView:
     return QueueView(
-        waiting=waiting, due=due, in_flight=in_flight, max_in_flight=4, oldest_due_at=None
+        waiting=waiting,
+        due=due,
+        in_flight=in_flight,
+        max_in_flight=MAX_IN_FLIGHT,
+        oldest_due_at=None,
     )
 
 
@@ -409,22 +419,24 @@ def queue(waiting: int = 0, due: int = 0, in_flight: int = 0) -> QueueView:
     ("state", "day", "week", "last_hour", "held", "words"),
     [
         (
-            queue(waiting=280, due=276, in_flight=4),
+            queue(waiting=280, due=276, in_flight=MAX_IN_FLIGHT),
             window("24h", 900, 0, 5_800),
             window("7d", 900, 0, 5_800),
             6_100,
             True,
             "Your endpoint answered in 6.1 s on average over the last hour; 280 deliveries are "
-            "waiting. hangar sends at most 4 deliveries at a time to one endpoint, so a slow "
+            f"waiting. hangar sends at most {MAX_IN_FLIGHT} deliveries at a time to one endpoint, "
+            "so a slow "
             "endpoint is served more slowly; it is not disabled for being slow.",
         ),
         (
-            queue(waiting=1, due=1, in_flight=4),
+            queue(waiting=1, due=1, in_flight=MAX_IN_FLIGHT),
             window("24h"),
             window("7d"),
             None,
             True,
-            "Your endpoint has not answered yet; 1 delivery is waiting. hangar sends at most 4 "
+            "Your endpoint has not answered yet; 1 delivery is waiting. hangar sends at most "
+            f"{MAX_IN_FLIGHT} "
             "deliveries at a time to one endpoint, so a slow endpoint is served more slowly; it "
             "is not disabled for being slow.",
         ),

@@ -216,7 +216,7 @@ def summary(
             or "Your endpoint has not answered yet"
         )
         return (
-            f"{answered}; {_are(waiting)} waiting. hangar sends at most {MAX_IN_FLIGHT} "
+            f"{answered}; {_are(waiting)} waiting. hangar sends at most {queue['max_in_flight']} "
             "deliveries at a time to one endpoint, so a slow endpoint is served more slowly; "
             "it is not disabled for being slow."
         )
