@@ -9,8 +9,9 @@ Latency: the client's p99 under each attack must stay under twice its quiet p99,
 right before with the same client and the same number of requests. On this shared 2-core
 machine a quiet p99 of one or two milliseconds jitters by several, so the bound is
 2 x max(quiet p99, FLOOR_MS), and a (quiet, attack) pair is measured up to PAIRS times: one
-pair within the bound passes. What the issue found (an event loop stalled for hundreds of
-milliseconds per attack request) fails every pair.
+pair within the bound passes (load left by earlier tests of a full run eases within a few
+pairs). What the issue found (an event loop stalled for hundreds of milliseconds per attack
+request) fails every pair.
 
 Every attack also has its functional check: the status and `{detail, code}` body the server
 answers, and that it closes the connection within the (shortened) deadline.
@@ -55,7 +56,7 @@ KEYS = 60  # each key may make 60 requests a minute: the client takes them in tu
 SAMPLES = 200  # requests per measurement, half of them keyed
 FLOOR_MS = 5.0
 SAMPLE_BUDGET_S = 10.0  # a measurement that takes longer has failed anyway
-PAIRS = 3
+PAIRS = 5  # CI once saw (90, 50, 20 ms) against quiet (7, 13, 4): a passing load, easing
 
 
 # --- servers -------------------------------------------------------------------------------------

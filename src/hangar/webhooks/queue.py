@@ -19,7 +19,7 @@ from hangar.webhooks.models import Delivery
 # Attempts in flight at once to one subscription, across all workers. Ten keeps a small
 # receiver (a few threads or processes behind it) from being sent a worker's 100 POSTs at
 # once, and serves far more than a flight school produces: 60 a minute to an endpoint that
-# takes the whole 10 s timeout, 600 a minute at 1 s, about 500 a second at 10 ms (bench G6's
+# takes the whole 10 s timeout, 600 a minute at 1 s, about 400 a second at 10 ms (bench G6's
 # one-subscription row), where an organization records about 10 events a minute. With 100
 # attempt slots per worker, it takes 10 endpoints that are all slow at once to fill a worker;
 # until then, every other subscription's due delivery finds a free slot at the next claim.
