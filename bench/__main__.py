@@ -411,10 +411,13 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     except Exception as exc:
         run.add(Row.failed("G7", f"commit -> first byte, {label}", "", exc))
     backlog = 100 if quick else 1000
+    # More samples than G7: G13 compares two p99s, and of 50 samples the p99 is the largest,
+    # so one stall of this shared machine would decide the row; of 200 it is the second largest.
+    fair_samples = 10 if quick else 200
     log(f"G13: a healthy organization's G7 while another's endpoint is slow, {label}")
     vacuum()
     try:
-        phases = asyncio.run(webhooks.fairness(settings, samples, backlog, free_port()))
+        phases = asyncio.run(webhooks.fairness(settings, fair_samples, backlog, free_port()))
         quiet = phases[0]
         quiet_p99 = webhooks.percentile(quiet.ms, 0.99)
         for phase in phases[1:]:
@@ -429,7 +432,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
                     "quiet: " + webhooks.summary(quiet.ms),
                     p99 / quiet_p99,
                     "p99 <= 2x quiet and <= 250 ms",
-                    p99 <= 2 * quiet_p99 and p99 <= 250 and len(phase.ms) == samples,
+                    p99 <= 2 * quiet_p99 and p99 <= 250 and len(phase.ms) == fair_samples,
                 )
             )
     except Exception as exc:

@@ -19,14 +19,14 @@ from hangar.webhooks.models import Delivery
 # Attempts in flight at once to one subscription, across all workers. Ten keeps a small
 # receiver (a few threads or processes behind it) from being sent a worker's 100 POSTs at
 # once, and serves far more than a flight school produces: 60 a minute to an endpoint that
-# takes the whole 10 s timeout, 600 a minute at 1 s, about 400 a second at 10 ms (bench G6's
+# takes the whole 10 s timeout, 600 a minute at 1 s, about 330 a second at 10 ms (bench G6's
 # one-subscription row), where an organization records about 10 events a minute. With 100
 # attempt slots per worker, it takes 10 endpoints that are all slow at once to fill a worker;
 # until then, every other subscription's due delivery finds a free slot at the next claim.
 # Fewer would protect more (4: 25 slow endpoints per worker) but cost throughput wherever a few
 # busy subscriptions carry the load: each slot waits for its outcome to be recorded before the
 # claim that refills it, and bench G6 (10 subscriptions) measured 0.62-0.71 of a bare client
-# with 4, 0.76-0.81 with 8, 0.78-0.87 with 10.
+# with 4, 0.76-0.81 with 8, 0.81-0.86 with 10 (bench/RESULTS.md, 2026-11-26).
 MAX_IN_FLIGHT = 10
 
 # Longer than the 10 s attempt timeout with room to record it; after this a delivery is
