@@ -105,9 +105,12 @@ _SETTLE = (
 # PostgreSQL: the batch's outcomes as arrays, in one execution of each statement (an
 # executemany runs its statement once per outcome, and SQLAlchemy processes each row's
 # parameters in Python: on a busy worker, most of the cost of recording). The settle locks,
-# checks the lease and writes in one UPDATE, taking its row locks in id order (one lock order
-# for every worker, as `_lock_held` does on SQLite), and returns the deliveries it settled:
-# those whose lease was still the one claimed.
+# checks the lease and writes in one UPDATE and returns the deliveries it settled: those whose
+# lease was still the one claimed. Its outcomes come sorted by id, and the planner joins them
+# in that order (a merge or nested-loop join on the primary key), so the row locks are taken
+# in one order by every worker, as `_lock_held` takes them on SQLite. Were they not, two
+# workers settling the same deliveries (one with a late outcome of a lease that ran out)
+# could deadlock: PostgreSQL fails one batch, and its outcomes are then written one by one.
 _SETTLE_PG = """
 UPDATE webhook_deliveries AS d
 SET lease_until = NULL, status = o.status, attempts_made = o.made,
