@@ -153,5 +153,5 @@ member = role_client("member")
 @pytest.fixture
 async def outsider(services: Services, other: Org) -> AsyncIterator[httpx.AsyncClient]:
     """An admin, but of the other organization."""
-    async for c in signed_in_client(services, other, "admin"):
+    async with signed_in_client(services, other, "admin") as c:
         yield c

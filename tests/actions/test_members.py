@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from hangar.kit.services import Services
-from hangar.orgs.models import Invitation
+from hangar.orgs.models import Invitation, Membership, Role
 from tests.fixtures.actions import assert_invalid, public, url, user_id
+from tests.fixtures.clients import signed_in_client
 from tests.fixtures.environment import PASSWORD
-from tests.fixtures.factories import Org, aircraft
+from tests.fixtures.factories import Org, aircraft, make_org
 from tests.fixtures.invites import (
     UserRow,
     account_id,
@@ -237,3 +239,69 @@ async def test_removing_an_invited_account_holders_pending_membership_cancels_on
         refused = await person.post(f"/api/invitations/{token_of(created)}/accept")
     assert refused.status_code == 404
     assert await user_row(org.engine, holder) == UserRow("holder@example.org", True)
+
+
+@pytest.mark.parametrize("attempt", range(6))
+async def test_two_admins_removing_each_other_at_once_leave_one_admin(
+    services: Services, other: Org, attempt: int
+) -> None:
+    """The issue: two admins removing each other at the same moment both succeeded (6 of 6
+    tries, both databases), leaving the organization with no admin. Now one removal wins and
+    the other is refused; whichever it is, one active admin remains. `other` must not
+    matter."""
+    club = await make_org(services.engine, f"Two Admins {attempt}")
+    await other.member("admin")
+    async with (
+        signed_in_client(services, club, "admin") as first,
+        signed_in_client(services, club, "admin") as second,
+    ):
+        ids = [await user_id(first), await user_id(second)]
+        # The organization's first admin leaves: these two are its only admins.
+        assert (await first.delete(url(club, f"members/{club.admin_id}"))).status_code == 204
+        answers = await asyncio.gather(
+            first.delete(url(club, f"members/{ids[1]}")),
+            second.delete(url(club, f"members/{ids[0]}")),
+        )
+        statuses = sorted(a.status_code for a in answers)
+        # The loser is refused: 409 if it got as far as the removal, 404 if the winner had
+        # already committed when its request asked whether it is still a member.
+        assert statuses in ([204, 404], [204, 409]), [a.text for a in answers]
+        refused = next(a for a in answers if a.status_code != 204)
+        if refused.status_code == 409:
+            assert refused.json()["code"] == "LAST_ADMIN", refused.text
+            assert "at least one admin" in refused.json()["detail"]
+    assert await active_admins(services, club) == 1
+
+
+async def test_the_last_admin_cannot_be_removed_by_an_admin_removed_meanwhile(
+    services: Services,
+) -> None:
+    """One after the other (this held before the race was closed; it is the rule's sequential
+    form): an admin whose membership another admin removed can no longer remove anyone."""
+    club = await make_org(services.engine, "Two Admins, one after the other")
+    async with (
+        signed_in_client(services, club, "admin") as first,
+        signed_in_client(services, club, "admin") as second,
+    ):
+        ids = [await user_id(first), await user_id(second)]
+        assert (await first.delete(url(club, f"members/{club.admin_id}"))).status_code == 204
+        assert (await first.delete(url(club, f"members/{ids[1]}"))).status_code == 204
+        # `second` is no longer a member: its request never reaches the removal.
+        assert (await second.delete(url(club, f"members/{ids[0]}"))).status_code == 404
+    assert await active_admins(services, club) == 1
+
+
+async def active_admins(services: Services, org: Org) -> int:
+    async with services.engine.connect() as conn:
+        count = await conn.scalar(
+            select(func.count())
+            .select_from(Membership)
+            .join(Role, Role.id == Membership.role_id)
+            .where(
+                Membership.org_id == org.id,
+                Membership.deleted_at.is_(None),
+                Membership.status == "active",
+                Role.name == "admin",
+            )
+        )
+    return int(count or 0)

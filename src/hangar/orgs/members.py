@@ -13,23 +13,25 @@ The person's account takes the placeholder's place when they accept (orgs.invita
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import ColumnElement, Exists, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.orm import aliased
 
 from hangar.auth.models import User
 from hangar.ids import new_id_at
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
-from hangar.kit.rows import insert_new, moved
+from hangar.kit.rows import insert_new
 from hangar.orgs import invitations
 from hangar.orgs.access import Actor
 from hangar.orgs.commands import refuse_if_member
-from hangar.orgs.models import ROLE_NAMES, Membership, Role
+from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
 from hangar.orgs.schemas import FullMemberRow
 
 MemberStatus = Literal["active", "pending"]
@@ -218,7 +220,17 @@ async def remove_member(
 ) -> None:
     """Soft-deletes the membership, pending or not: the person loses access to this
     organization at once. A pending member's `user_id` is its invitation's placeholder:
-    removing it cancels the invitation (the link answers 404 from then on)."""
+    removing it cancels the invitation (the link answers 404 from then on).
+
+    An organization always keeps an active admin, under any concurrency: two admins removing
+    each other at the same moment must not both succeed. So the removals of one organization
+    are serialized (PostgreSQL: its row is locked first; SQLite has one writer), and the
+    UPDATE itself says what must still hold when it writes: the actor still an active admin,
+    and an active admin other than the removed person left. The checks before it only choose
+    the clearest refusal."""
+    await conn.execute(
+        select(Organization.id).where(Organization.id == actor.org_id).with_for_update()
+    )
     membership_id = await conn.scalar(
         select(Membership.id)
         .where(
@@ -233,10 +245,43 @@ async def remove_member(
     if user_id == actor.user_id:
         # Otherwise the last admin could remove themselves and lock the organization out.
         raise Conflict("You cannot remove your own membership")
-    await moved(
-        conn,
+    removed = await conn.scalar(
         update(Membership)
-        .where(Membership.id == membership_id, Membership.deleted_at.is_(None))
-        .values(deleted_at=now),
-        "The member was removed meanwhile",
+        .where(
+            Membership.id == membership_id,
+            Membership.deleted_at.is_(None),
+            _an_active_admin(actor.org_id, lambda m: m.user_id == actor.user_id),
+            _an_active_admin(actor.org_id, lambda m: m.user_id != user_id),
+        )
+        .values(deleted_at=now)
+        .returning(Membership.id)
+    )
+    if removed is not None:
+        return
+    if await conn.scalar(select(_an_active_admin(actor.org_id, lambda m: m.user_id != user_id))):
+        # Removed meanwhile, or the actor was: either way this removal is moot.
+        raise Conflict("The member was removed meanwhile, or you were")
+    raise Conflict(
+        "An organization must keep at least one admin: this member is its last one",
+        "LAST_ADMIN",
+    )
+
+
+def _an_active_admin(
+    org_id: uuid.UUID, who: Callable[[type[Membership]], ColumnElement[bool]]
+) -> Exists:
+    """Whether `org_id` has an active admin membership (not deleted, not pending) for which
+    `who` holds (a condition on a membership row other than the one an UPDATE writes)."""
+    other = aliased(Membership)
+    admin = select(Role.id).where(Role.org_id == org_id, Role.name == "admin").scalar_subquery()
+    return (
+        select(other.id)
+        .where(
+            other.org_id == org_id,
+            other.deleted_at.is_(None),
+            other.status == "active",
+            other.role_id == admin,
+            who(other),
+        )
+        .exists()
     )
