@@ -32,16 +32,40 @@ REDACTED = "[redacted]"
 _LITERAL_KEY = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_\-]*")
 # An invitation link carries its token in the path (/invitations/<token>, and the same under
 # /api/): uvicorn logs the path re-quoted from its decoded form, so this spelling is the one.
+_INVITATIONS = "/invitations/"
 _INVITATION_TOKEN = re.compile(r"(/invitations/)[^/?#\s]+")
-# Every query string in the text: it ends where a log line (or a quoted URL) goes on.
-_QUERY = re.compile(r"\?([^\s\"'<>]*)")
+# Every query string in the text, to the end of its word: uvicorn logs the query as the
+# client sent it, and a client may put a quote or a `<` in it before `&token=` (a pattern
+# that stopped there let the rest through).
+_QUERY = re.compile(r"\?(\S*)")
+# A word with percent-escapes: what it decodes to is what the server would read.
+_ENCODED_WORD = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
 # user:password@ in any URL (a database URL in an error, a webhook URL).
 _USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@]+@")
+# Decoded this many times at most: `%2573` is `%73` once decoded, `s` twice; a server (or a
+# redirect's `next=`) may decode once more than the last layer anyone looked at.
+_DECODINGS = 4
+
+
+def decoded(text: str) -> str:
+    """`text` percent-decoded (a `+` is a space) until it no longer changes, at most
+    _DECODINGS times: every spelling a reader along the way could turn it into."""
+    for _ in range(_DECODINGS):
+        once = unquote_plus(text)
+        if once == text:
+            break
+        text = once
+    return text
+
+
+def _holds_secret(text: str) -> bool:
+    return KEY_PREFIX in text or _INVITATIONS in text
 
 
 def _secret_param(name: str, value: str) -> bool:
     # casefold: a client spelling it TOKEN meant the same thing, whether or not it worked.
-    return unquote_plus(name).strip().casefold() == "token" or KEY_PREFIX in unquote_plus(value)
+    # A value is read as the application reads it, also one that is itself a URL (`next=`).
+    return decoded(name).strip().casefold() == "token" or _holds_secret(decoded(value))
 
 
 def _redact_query(match: re.Match[str]) -> str:
@@ -52,18 +76,33 @@ def _redact_query(match: re.Match[str]) -> str:
     return "?" + "&".join(params)
 
 
-def redact(text: str) -> str:
-    """`text` with the value of every `token` parameter, any key, any invitation token and
-    any URL's user information replaced."""
-    # Every record passes here (an access line five times): each pattern runs only on text
-    # that holds what it looks for, which most text does not.
+def _redact_encoded(match: re.Match[str]) -> str:
+    # A word that decodes to a key or an invitation path: logged decoded, then redacted.
+    word = decoded(match[0])
+    return _redact_plain(word) if _holds_secret(word) else match[0]
+
+
+def _redact_plain(text: str) -> str:
     if KEY_PREFIX in text:
         text = _LITERAL_KEY.sub(REDACTED, text)
-    if "/invitations/" in text:
+    if _INVITATIONS in text:
         text = _INVITATION_TOKEN.sub(lambda m: m[1] + REDACTED, text)
+    return text
+
+
+def redact(text: str) -> str:
+    """`text` with the value of every `token` parameter, any key, any invitation token and
+    any URL's user information replaced, however they are percent-encoded."""
+    # Every record passes here (an access line five times): each step runs only on text that
+    # can hold what it looks for, which most text does not.
+    if "?" in text:
+        text = _QUERY.sub(_redact_query, text)
+    if "%" in text:
+        text = _ENCODED_WORD.sub(_redact_encoded, text)
+    text = _redact_plain(text)
     if "@" in text:
         text = _USERINFO.sub(lambda m: m[1] + REDACTED + "@", text)
-    return _QUERY.sub(_redact_query, text) if "?" in text else text
+    return text
 
 
 # --- the credentials of the request being served ------------------------------------------
