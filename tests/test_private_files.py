@@ -50,6 +50,7 @@ def test_a_new_database_and_its_secret_are_created_private(
     assert db.stat().st_size > 0  # the migrations really wrote into the file we created
     assert mode(db) == 0o600
     assert mode(db.with_name("hangar.db.secret")) == 0o600
+    assert mode(db.parent) == 0o700  # the folder hangar made (issue 24: it followed the umask)
 
 
 async def test_the_wal_and_shm_files_are_private_too(tmp_path: Path, everyday_umask: None) -> None:

@@ -59,16 +59,20 @@ def sqlite_path(database_url: str) -> Path | None:
 # WAL mode) a rollback journal: each holds the same personal data, hashes and session rows.
 SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
 PRIVATE = 0o600
+PRIVATE_FOLDER = 0o700
 
 
 def _private_sqlite(db_file: Path) -> None:
-    """The database and its companion files readable by this user only.
+    """The database and its companion files readable by this user only, in a folder of its
+    own made 0700 when hangar makes it.
 
     SQLite gives the WAL, SHM and journal files the database file's own mode, so creating
     the database 0600 (an empty file is an empty database) makes them private too. Files left
     readable by an older version are tightened.
     """
-    db_file.parent.mkdir(parents=True, exist_ok=True)
+    # A folder made here holds the database and its key: this user's only, whatever the umask
+    # (an existing folder is the operator's, and keeps its mode).
+    db_file.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(db_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE))
     for suffix in (*SQLITE_COMPANIONS, ".secret"):
