@@ -305,3 +305,33 @@ async def active_admins(services: Services, org: Org) -> int:
             )
         )
     return int(count or 0)
+
+
+async def test_a_body_that_names_a_key_twice_is_refused(
+    services: Services, admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
+) -> None:
+    """The issue: duplicate keys were accepted, the last one winning. `{"role": "member",
+    "role": "admin"}` reads as one thing to whoever reviews it and as another to hangar."""
+    twice = (
+        '{"email": "dup@example.org", "first_name": "Dee", "last_name": "Up", '
+        '"role": "member", "role": "admin"}'
+    )
+    json_type = {"content-type": "application/json"}
+    response = await admin.post(url(org, "members"), content=twice, headers=json_type)
+    assert_invalid(response)
+    assert "'role' appears twice" in response.json()["detail"]
+    async with services.engine.connect() as conn:
+        made = await conn.scalar(
+            select(func.count())
+            .select_from(Membership)
+            .where(Membership.email == "dup@example.org")
+        )
+    assert made == 0
+    # The same for a sign-in, before any password is checked.
+    signed = await client.post(
+        "/api/session",
+        content='{"email": "a@example.org", "password": "x", "password": "y"}',
+        headers=json_type,
+    )
+    assert_invalid(signed)
+    assert "'password' appears twice" in signed.json()["detail"]

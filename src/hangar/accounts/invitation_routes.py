@@ -24,10 +24,12 @@ from hangar.accounts import invitation_service, session_service
 from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
-from hangar.kit.routing import Now, ServicesDep, Tx
+from hangar.kit.routing import JsonRoute, Now, ServicesDep, Tx
 from hangar.orgs.access import csrf_if_signed_in, current_session
 
-router = APIRouter(prefix="/api/invitations/{token}", include_in_schema=False)
+router = APIRouter(
+    prefix="/api/invitations/{token}", include_in_schema=False, route_class=JsonRoute
+)
 
 
 class NewPassword(RequestBody):

@@ -16,10 +16,10 @@ from hangar.accounts import session_service
 from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ServicesDep, Tx
+from hangar.kit.routing import JsonRoute, ServicesDep, Tx
 from hangar.orgs.access import current_session
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=JsonRoute)
 
 
 class Credentials(RequestBody):

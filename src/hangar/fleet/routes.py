@@ -9,11 +9,11 @@ from starlette.responses import Response
 
 from hangar.fleet import commands
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, Now, Tx, no_content, path_id
+from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import FLEET_MANAGE
 
-router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False)
+router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False, route_class=JsonRoute)
 FleetManager = Annotated[Actor, acting(FLEET_MANAGE)]
 
 

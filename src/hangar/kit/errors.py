@@ -149,6 +149,13 @@ def _loc(loc: tuple[Any, ...]) -> list[Any]:
     return [part for part in loc if part != "body" or len(loc) == 1]
 
 
+def _message(err: Any) -> Any:
+    # A body that is not JSON: what the parser said (a key named twice, say), not only that.
+    if err.get("type") == "json_invalid" and err.get("ctx", {}).get("error"):
+        return f"the request body is not valid JSON: {err['ctx']['error']}"
+    return err["msg"]
+
+
 def _validation_message(errors: list[dict[str, Any]]) -> str:
     first = errors[0]
     where = ".".join(str(p) for p in first["loc"][1:]) or str(first["loc"][0])
@@ -169,7 +176,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         errors = [
-            {"loc": list(err["loc"]), "msg": _strip_prefix(str(err["msg"]))} for err in exc.errors()
+            {"loc": list(err["loc"]), "msg": _strip_prefix(str(_message(err)))}
+            for err in exc.errors()
         ]
         detail = _validation_message(errors) if errors else "Invalid request"
         return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})

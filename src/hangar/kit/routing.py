@@ -6,12 +6,14 @@ id from `path_id`, and a product action's one transaction from `Tx`.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
@@ -78,3 +80,34 @@ def path_id(text: str, what: str | None = None) -> uuid.UUID:
 
 def no_content() -> Response:
     return Response(status_code=204)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            # FastAPI answers a JSONDecodeError as a validation error (422), with this message.
+            raise json.JSONDecodeError(f"the key {key!r} appears twice", "", 0)
+        found[key] = value
+    return found
+
+
+class _StrictJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), object_pairs_hook=_unique_keys)
+        return self._json
+
+
+class JsonRoute(APIRoute):
+    """The JSON API's routes: a body that names a key twice is refused (422), where Python's
+    parser would keep the last value silently (`{"role": "member", "role": "admin"}` would
+    read as one thing to a reviewer and another to hangar)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return route

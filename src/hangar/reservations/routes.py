@@ -9,12 +9,14 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, Now, Tx, no_content, path_id
+from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE, RESERVATIONS_OWN
 from hangar.reservations import commands
 
-router = APIRouter(prefix=f"{ORG_PREFIX}/reservations", include_in_schema=False)
+router = APIRouter(
+    prefix=f"{ORG_PREFIX}/reservations", include_in_schema=False, route_class=JsonRoute
+)
 # The commands narrow reservations.own to reservations where the caller is the pilot.
 Pilot = Annotated[Actor, acting(RESERVATIONS_OWN, RESERVATIONS_MANAGE)]
 Staff = Annotated[Actor, acting(RESERVATIONS_MANAGE)]

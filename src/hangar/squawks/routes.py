@@ -8,12 +8,12 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, Now, Tx, path_id
+from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import SQUAWKS_MANAGE, SQUAWKS_REPORT
 from hangar.squawks import commands
 
-router = APIRouter(prefix=f"{ORG_PREFIX}/squawks", include_in_schema=False)
+router = APIRouter(prefix=f"{ORG_PREFIX}/squawks", include_in_schema=False, route_class=JsonRoute)
 Reporter = Annotated[Actor, acting(SQUAWKS_REPORT)]
 Manager = Annotated[Actor, acting(SQUAWKS_MANAGE)]
 

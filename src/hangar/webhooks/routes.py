@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from hangar.kit.params import Digits
 from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, Now, ServicesDep, Tx, no_content, path_id
+from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, ServicesDep, Tx, no_content, path_id
 from hangar.orgs.access import Actor, acting
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service
@@ -21,7 +21,7 @@ from hangar.webhooks.delivery_log import DELIVERY
 from hangar.webhooks.service import NewSubscription, SubscriptionEdit
 from hangar.webhooks.subscriptions import SUBSCRIPTION
 
-router = APIRouter(prefix=f"{ORG_PREFIX}/webhooks", include_in_schema=False)
+router = APIRouter(prefix=f"{ORG_PREFIX}/webhooks", include_in_schema=False, route_class=JsonRoute)
 Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 
 
