@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -140,13 +141,20 @@ class StepClock:
         return self._now
 
 
+async def finished_long_ago(services: Services, org: Org, count: int) -> uuid.UUID:
+    """An empty start, then `count` deliveries of one subscription finished before the window,
+    a second apart; the subscription's id."""
+    await pruned(services)
+    sub = await subscription(services, org)
+    for n in range(count):
+        await delivery(services, org, sub, finished=OLD + timedelta(seconds=n))
+    return sub
+
+
 async def test_each_pause_is_at_least_as_long_as_the_batch_took(
     services: Services, org: Org
 ) -> None:
-    await pruned(services)
-    sub = await subscription(services, org)
-    for n in range(5):
-        await delivery(services, org, sub, finished=OLD + timedelta(seconds=n))
+    sub = await finished_long_ago(services, org, 5)
     slow = dataclasses.replace(services, clock=StepClock(NOW, timedelta(seconds=0.3)))
     pauses = Pauses(FakeClock())
 
@@ -174,10 +182,7 @@ class Watched(asyncio.Event):
 async def test_a_stopping_worker_ends_the_run_at_its_next_pause(
     services: Services, org: Org
 ) -> None:
-    await pruned(services)
-    sub = await subscription(services, org)
-    for n in range(6):
-        await delivery(services, org, sub, finished=OLD + timedelta(seconds=n))
+    await finished_long_ago(services, org, 6)
     stopping = Watched()
     # An hour's pause: only the stop signal can end it.
     pacing = Pacing(deliveries=2, rows=2, pause=3600)
