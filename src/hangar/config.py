@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -20,6 +21,9 @@ LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
 DEFAULT_DELIVERY_RETENTION_DAYS = 30
 # Ten years: past that, "retention" means "never prune", which this setting does not offer.
 MAX_DELIVERY_RETENTION_DAYS = 3650
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+# The proxy of deploy/ (nginx on the same machine) reaches hangar from loopback.
+DEFAULT_TRUSTED_PROXIES: tuple[Network, ...] = (ipaddress.ip_network("127.0.0.1/32"),)
 
 
 class ConfigError(Exception):
@@ -39,6 +43,8 @@ class Settings:
     metrics_token: str | None = None
     log_format: LogFormat = "text"
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
+    # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.client_address).
+    trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
 
     @property
     def is_sqlite(self) -> bool:
@@ -120,6 +126,26 @@ def delivery_retention_days(env: Mapping[str, str]) -> int:
     return int(value)
 
 
+def trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
+    """HANGAR_TRUSTED_PROXIES: addresses or CIDRs, comma-separated (default 127.0.0.1); set
+    but empty, no peer is trusted and every client is known by its own connection."""
+    value = env.get("HANGAR_TRUSTED_PROXIES")
+    if value is None:
+        return DEFAULT_TRUSTED_PROXIES
+    networks = []
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        try:
+            # strict: 10.0.0.1/8 names a host with a mask, most likely a typo for 10.0.0.0/8
+            # or 10.0.0.1/32; trusting a whole network by accident is not a guess to make.
+            networks.append(ipaddress.ip_network(part, strict=True))
+        except ValueError:
+            raise ConfigError(
+                "HANGAR_TRUSTED_PROXIES must be IP addresses or networks (CIDR, host bits "
+                f"zero), comma-separated, such as 127.0.0.1,10.0.0.0/8; not {part!r}"
+            ) from None
+    return tuple(networks)
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -153,4 +179,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         metrics_token=env.get("HANGAR_METRICS_TOKEN") or None,
         log_format=log_format(env),
         delivery_retention_days=delivery_retention_days(env),
+        trusted_proxies=trusted_proxies(env),
     )
