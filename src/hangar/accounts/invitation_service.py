@@ -7,7 +7,6 @@ and accepting run in the caller's request transaction (`hangar.kit.routing.Tx`).
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import datetime
 
@@ -15,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.session_service import Started, started
 from hangar.auth import sessions
-from hangar.auth.passwords import hash_password
+from hangar.auth.passwords import hashed
 from hangar.kit.services import Services
 from hangar.orgs import invitations
 
@@ -42,11 +41,11 @@ async def choose_password(services: Services, token: str, password: str) -> Star
         found = await invitations.find(conn, token, services.clock.now())
     if found is None or not found.needs_password:
         raise invitations.not_valid()
-    hashed = await asyncio.to_thread(hash_password, password)
+    password_hash = await hashed(password)
     now = services.clock.now()
     async with services.engine.begin() as conn:
         # Checked again under lock: the link may have been used meanwhile.
-        accepted = await invitations.set_password(conn, token, hashed, now)
+        accepted = await invitations.set_password(conn, token, password_hash, now)
         return await started(
             conn, await sessions.start(conn, accepted.user_id, accepted.email, now)
         )
