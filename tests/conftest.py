@@ -57,8 +57,10 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def redis_prefix() -> str:
+    # One per test, as the in-memory limiter is: every test's requests come from the same
+    # address, and its failed sign-ins must not spend the next test's budget.
     return f"hangar-test-{uuid.uuid4().hex[:12]}"
 
 

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp
 from hangar import health, scrape, web
 from hangar.accounts import invitation_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
+from hangar.client_address import ClientAddress
 from hangar.config import Settings, load_settings
 from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
@@ -39,8 +40,12 @@ from hangar.webhooks.sender import Sender
 class _App(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
         # The request id outside everything, Starlette's handler of unexpected errors
-        # included: its 500s are echoed the id too, and logged under it.
-        return RequestId(super().build_middleware_stack())
+        # included: its 500s are echoed the id too, and logged under it. Outside it, the
+        # client's address, settled once for every layer and the access log.
+        services: Services = self.state.services
+        return ClientAddress(
+            RequestId(super().build_middleware_stack()), services.settings.trusted_proxies
+        )
 
 
 def create_app(

@@ -37,6 +37,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.accounts.session_service import ADDRESS_LIMITS
 from hangar.auth import sessions
 from hangar.clock import SystemClock
 from hangar.config import Settings
@@ -99,6 +100,15 @@ class Topology:
             cookies={sessions.COOKIE: token},
             headers={"X-CSRF-Token": csrf},
             limits=httpx.Limits(max_connections=CONCURRENCY),
+        )
+
+    def anonymous(self, source: str) -> httpx.AsyncClient:
+        """A client with no session, whose connections come from the address `source`."""
+        return httpx.AsyncClient(
+            base_url=self.base,
+            verify=self.client_ssl,
+            timeout=30,
+            transport=httpx.AsyncHTTPTransport(verify=self.client_ssl, local_address=source),
         )
 
     def access_lines(self) -> list[str]:
@@ -324,6 +334,48 @@ async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process
     # Both processes answered within the limit, and both refused past it.
     assert {upstream for status, upstream, *_ in logged if status == "200"} == upstreams
     assert {upstream for status, upstream, *_ in logged if status == "429"} == upstreams
+
+
+async def test_sign_in_failures_behind_nginx_are_counted_per_client_address(
+    topology: Topology,
+) -> None:
+    allowed = ADDRESS_LIMITS[0].count
+    # A fresh flooding address per try: a try that straddles a calendar minute splits its
+    # counts, and the next begins with none spent.
+    for flooder in ("127.0.0.2", "127.0.0.3"):
+        minute = int(time.time() // 60)
+        seen = [len(server.output()) for server in topology.servers]
+        async with (
+            topology.anonymous(flooder) as attacker,
+            topology.anonymous("127.0.0.1") as bystander,
+        ):
+            flood = [
+                await attacker.post("/api/session", json=wrong_credentials())
+                for _ in range(allowed + 2)
+            ]
+            # Another address, through the same nginx, is still asked for a password.
+            other = await bystander.post("/api/session", json=wrong_credentials())
+        if int(time.time() // 60) == minute:
+            break
+    else:
+        pytest.fail("two runs in a row straddled a minute")
+
+    assert [r.status_code for r in flood] == [401] * allowed + [429] * 2
+    assert int(flood[-1].headers["Retry-After"]) > 0
+    assert other.status_code == 401
+    # Both processes logged the client's address, not nginx's.
+    logged = [
+        orjson.loads(line)
+        for server, start in zip(topology.servers, seen, strict=True)
+        for line in server.output()[start:].splitlines()
+        if '"/api/session"' in line
+    ]
+    clients = Counter(entry["client"].rpartition(":")[0] for entry in logged)
+    assert clients == {flooder: allowed + 2, "127.0.0.1": 1}
+
+
+def wrong_credentials() -> dict[str, str]:
+    return {"email": f"nobody-{uuid.uuid4().hex[:8]}@example.org", "password": "guess"}
 
 
 async def test_the_metrics_through_nginx_count_the_refusals_of_both_servers(

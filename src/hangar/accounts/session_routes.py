@@ -1,14 +1,14 @@
 """POST/GET/DELETE /api/session: signing in and out (interfaces.md §3).
 
 The actions are accounts/session_service.py's, shared with the /login form. Signing in runs
-in a transaction of its own (its body is validated and the per-email budget checked before
+in a transaction of its own (its body is validated and the failure budgets checked before
 any database work); who-am-I and signing out in the request's (`Tx`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 from starlette.responses import Response
 
@@ -16,7 +16,7 @@ from hangar.accounts import session_service
 from hangar.auth import sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
-from hangar.kit.routing import JsonRoute, ServicesDep, Tx
+from hangar.kit.routing import JsonRoute, ServicesDep, Tx, client_of
 from hangar.orgs.access import current_session
 
 router = APIRouter(include_in_schema=False, route_class=JsonRoute)
@@ -28,8 +28,10 @@ class Credentials(RequestBody):
 
 
 @router.post("/api/session")
-async def sign_in(services: ServicesDep, credentials: Credentials) -> Response:
-    new = await session_service.sign_in_or_refuse(services, credentials.email, credentials.password)
+async def sign_in(request: Request, services: ServicesDep, credentials: Credentials) -> Response:
+    new = await session_service.sign_in_or_refuse(
+        services, credentials.email, credentials.password, client_of(request)
+    )
     response = json_response(new.view)
     session_service.set_session_cookie(response, services, new.token)
     return response

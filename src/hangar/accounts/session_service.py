@@ -1,6 +1,13 @@
 """Signing in and out, and the session cookie: the same for POST /api/session, the /login
-form and the invitation page, so every door counts the same per-email budget and sets the
-same cookie."""
+form and the invitation page, so every door counts the same budgets and sets the same cookie.
+
+Failed sign-ins are counted per client address (hangar.client_address) and per email from
+that address (OWASP's Authentication and Credential Stuffing cheat sheets). Either budget,
+once spent, refuses with 429 and `Retry-After` before the password is hashed, so a flood
+from one address costs it a limiter lookup per try. Neither is a lock an attacker can put
+on someone else: guessing a person's password from one address does not stop that person
+signing in from their own.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +24,15 @@ from hangar.kit.ratelimit import Limit
 from hangar.kit.services import Services
 from hangar.orgs import access
 
-# Failed attempts per email, in a fixed window: slows guessing, and the lockout it allows
-# anyone to cause ends with the window.
-SIGN_IN_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes"),)
+# Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
+# costing a hash) is refused after 20, and a guesser working through many accounts gets 100
+# tries an hour. A flying club's whole office behind one address fails far fewer.
+ADDRESS_LIMITS = (
+    Limit(20, 60, "20 failed sign-ins a minute from one address"),
+    Limit(100, 3600, "100 failed sign-ins an hour from one address"),
+)
+# Failed sign-ins for one email from one address: slows guessing one person's password.
+ACCOUNT_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes for this email"),)
 
 
 class UserView(TypedDict):
@@ -54,23 +67,31 @@ async def started(conn: AsyncConnection, new: tuple[str, sessions.SignedIn]) -> 
     return Started(token, await session_view(conn, signed_in))
 
 
-async def sign_in_or_refuse(services: Services, email: str, password: str) -> Started:
-    """A new session, or 401 INVALID_CREDENTIALS, or 429 once this email's failures are spent.
+async def sign_in_or_refuse(services: Services, email: str, password: str, address: str) -> Started:
+    """A new session, or 401 INVALID_CREDENTIALS, or 429 once the failures allowed to this
+    client `address` (or to this email from it) are spent.
 
-    The budget is checked before the password, so a spent budget gives a guesser nothing.
-    Its transaction is its own, not the request's (`Tx`): the budget, like the body's
-    validation, comes before any database work.
+    The budgets are checked before the password, so a spent one gives a guesser nothing and
+    costs no hash. The transaction is its own, not the request's (`Tx`): the budgets, like
+    the body's validation, come before any database work.
     """
     now = services.clock.now()
-    subject = f"sign-in:{email.strip().lower()}"
-    refused = await services.limiter.exceeded(subject, SIGN_IN_LIMITS, now)
-    if refused is not None:
-        raise RateLimited(f"Too many failed sign-ins: {refused.label}")
+    budgets = (
+        (f"sign-in:address:{address}", ADDRESS_LIMITS),
+        (f"sign-in:email:{address}:{email.strip().lower()}", ACCOUNT_LIMITS),
+    )
+    for subject, limits in budgets:
+        refused = await services.limiter.exceeded(subject, limits, now)
+        if refused is not None:
+            raise RateLimited(
+                f"Too many failed sign-ins: {refused.label}", retry_after=refused.resets_in(now)
+            )
     async with services.engine.begin() as conn:
         result = await sessions.sign_in(conn, email, password, now)
         new = None if result is None else await started(conn, result)
     if new is None:
-        await services.limiter.hit(subject, SIGN_IN_LIMITS, now)
+        for subject, limits in budgets:
+            await services.limiter.hit(subject, limits, now)
         raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
     return new
 

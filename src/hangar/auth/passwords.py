@@ -21,6 +21,8 @@ from typing import TypeVar
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from hangar.kit.errors import RateLimited
+
 _hasher = PasswordHasher()
 _T = TypeVar("_T")
 
@@ -34,8 +36,12 @@ WAIT_S = 2.0
 MAX_WAITING = 64
 
 
-class Busy(Exception):
-    """Every hashing slot is taken, and stayed taken for WAIT_S."""
+class Busy(RateLimited):
+    """Every hashing slot is taken, and stayed taken for WAIT_S: a 429 to try again in a
+    moment."""
+
+    def __init__(self) -> None:
+        super().__init__("Too many sign-ins at once; try again in a moment", retry_after=1)
 
 
 def hash_password(password: str) -> str:
@@ -59,7 +65,7 @@ async def _bounded(work: Callable[[], _T]) -> _T:
     global _waiting
     with _waiting_lock:
         if _waiting >= MAX_WAITING:
-            raise Busy
+            raise Busy()
         _waiting += 1
     try:
         job = _pool.submit(work)
@@ -70,7 +76,7 @@ async def _bounded(work: Callable[[], _T]) -> _T:
             # Still queued: taken back, never run. Already running: it finishes, and this
             # request has its answer a moment later than WAIT_S.
             if job.cancel():
-                raise Busy from None
+                raise Busy() from None
             return await done
     finally:
         with _waiting_lock:

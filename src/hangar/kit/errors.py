@@ -46,6 +46,7 @@ class ApiError(Exception):
         self.code = code
         self.detail = detail
         self.errors = errors
+        self.headers: dict[str, str] = {}
 
 
 INVALID_TRANSITION = "INVALID_TRANSITION"
@@ -84,10 +85,14 @@ class Forbidden(ApiError):
 
 
 class RateLimited(ApiError):
-    """429: a budget is spent until its window ends."""
+    """429: a budget is spent until its window ends. With `retry_after`, the answer says
+    when to come back (`Retry-After`, in seconds); the public API's own limits send no such
+    header (the contract's rule), sign-in's do."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, retry_after: int | None = None) -> None:
         super().__init__(429, "RATE_LIMITED", detail)
+        if retry_after is not None:
+            self.headers["Retry-After"] = str(max(1, retry_after))
 
 
 class Unprocessable(ApiError):
@@ -108,10 +113,14 @@ def invalid(field: str, message: str) -> ApiError:
 
 
 def error_response(
-    status: int, code: str, detail: str, extra: dict[str, Any] | None = None
+    status: int,
+    code: str,
+    detail: str,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response:
     body = orjson.dumps({"detail": detail, "code": code, **(extra or {})})
-    return Response(body, status_code=status, media_type="application/json")
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 # A datastore that cannot be reached (stopped, restarting, network cut, pool exhausted) is
@@ -170,7 +179,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status in (401, 403, 429):
             REFUSALS.labels(str(exc.status), exc.code).inc()
         return error_response(
-            exc.status, exc.code, exc.detail, {"errors": exc.errors} if exc.errors else None
+            exc.status,
+            exc.code,
+            exc.detail,
+            {"errors": exc.errors} if exc.errors else None,
+            exc.headers or None,
         )
 
     async def validation_error(_: Request, exc: Exception) -> Response:

@@ -30,6 +30,10 @@ class Limit:
     seconds: int
     label: str  # how the limit is named to clients, e.g. "60/min"
 
+    def resets_in(self, now: datetime) -> int:
+        """Seconds until this limit's current window ends (at least 1)."""
+        return self.seconds - int(now.timestamp()) % self.seconds
+
 
 API_LIMITS = (Limit(60, 60, "60/min"), Limit(1000, 3600, "1000/hour"))
 

@@ -69,6 +69,11 @@ def bearer(request: Request) -> str | None:
     return value.strip() or None if scheme.lower() == "bearer" else None
 
 
+def client_of(request: Request) -> str:
+    """The client's address (hangar.client_address has settled it behind trusted proxies)."""
+    return request.client.host if request.client else "unknown"
+
+
 def path_id(text: str, what: str | None = None) -> uuid.UUID:
     """An id from the path; one that cannot be ours is as unknown as one of another org
     (`NotFound(what)`; without `what`, only "Not found")."""

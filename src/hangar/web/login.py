@@ -15,7 +15,7 @@ from starlette.responses import Response
 from hangar.accounts.session_service import set_session_cookie, sign_in_or_refuse, sign_out
 from hangar.auth import sessions
 from hangar.kit.errors import ApiError
-from hangar.kit.routing import ServicesDep, Tx
+from hangar.kit.routing import ServicesDep, Tx, client_of
 from hangar.kit.services import Services
 from hangar.web.access import DoubleSubmit, MaybeViewer, checked_form, text
 from hangar.web.pages import PageRoute, redirect, render
@@ -78,14 +78,14 @@ async def login(request: Request, services: ServicesDep) -> Response:
         error = "Enter your email and password."
         return _form(request, services, status=422, error=error, email=email)
     try:
-        # The same function, and so the same per-email budget, as POST /api/session.
-        new = await sign_in_or_refuse(services, email, password)
+        # The same function, and so the same budgets, as POST /api/session.
+        new = await sign_in_or_refuse(services, email, password, client_of(request))
     except ApiError as refusal:
-        if refusal.status == 429:
-            error = "Too many failed sign-ins for this email. Wait a few minutes and try again."
-        else:
-            error = "Wrong email or password."
-        return _form(request, services, status=refusal.status, error=error, email=email)
+        # A 429 says which budget is spent, or that hashing is busy.
+        error = f"{refusal.detail}." if refusal.status == 429 else "Wrong email or password."
+        page = _form(request, services, status=refusal.status, error=error, email=email)
+        page.headers.update(refusal.headers)
+        return page
     response = redirect(_next(text(form, "next")))
     set_session_cookie(response, services, new.token)
     LOGIN_FORM.clear(response)
