@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ class Settings:
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
     # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.client_address).
     trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
+    # Both or neither (mail_settings): set, invitation and password-reset links are mailed to
+    # their person instead of being shown to whoever asked for them (hangar.mail).
+    smtp_url: str | None = None
+    mail_from: str | None = None
 
     @property
     def is_sqlite(self) -> bool:
@@ -146,6 +151,56 @@ def trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
+SMTP_SCHEMES = ("smtp", "smtps")
+# `hangar@example.org`, or `Display Name <hangar@example.org>`: exactly one address, on one line.
+_ADDR_SPEC = r"[^\s<>,;\"()@]+@[^\s<>,;\"()@]+"
+_ONE_SENDER = re.compile(rf"{_ADDR_SPEC}|[^<>,;\r\n]*<{_ADDR_SPEC}>")
+
+
+def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """HANGAR_SMTP_URL and HANGAR_MAIL_FROM, both or neither: (smtp_url, mail_from).
+
+    The URL is `smtp://` (STARTTLS whenever the server offers it) or `smtps://` (TLS from the
+    first byte), `[user:password@]host[:port]`, nothing after the port. MAIL_FROM is one
+    address, optionally with a display name (`Hangar <hangar@example.org>`). Half a setting
+    is refused rather than ignored: an operator who set one meant links to go by mail, and
+    silently showing them to admins instead would defeat that.
+    """
+    url = (env.get("HANGAR_SMTP_URL") or "").strip()
+    sender = (env.get("HANGAR_MAIL_FROM") or "").strip()
+    if not url and not sender:
+        return None, None
+    for name, value, other in (
+        ("HANGAR_SMTP_URL", url, "HANGAR_MAIL_FROM"),
+        ("HANGAR_MAIL_FROM", sender, "HANGAR_SMTP_URL"),
+    ):
+        if not value:
+            raise ConfigError(f"{name} is required when {other} is set: set both, or neither")
+    parts = urlsplit(url)
+    # Never quote the URL back: it may hold the mail server's password.
+    if parts.scheme not in SMTP_SCHEMES:
+        raise ConfigError(
+            "HANGAR_SMTP_URL must start with smtp:// or smtps://, such as "
+            "smtps://user:password@mail.example.org:465"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    extra = parts.path not in ("", "/") or parts.query or parts.fragment
+    if not parts.hostname or port in (-1, 0) or extra:
+        raise ConfigError(
+            "HANGAR_SMTP_URL must be smtp:// or smtps:// followed by [user:password@]host[:port] "
+            "and nothing else, such as smtps://user:password@mail.example.org:465"
+        )
+    if not _ONE_SENDER.fullmatch(sender) or len(sender) > 400:
+        raise ConfigError(
+            "HANGAR_MAIL_FROM must be one mail address, such as hangar@example.org or "
+            f"'Hangar <hangar@example.org>', not {sender!r}"
+        )
+    return url, sender
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if env is None else env)
     database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -169,6 +224,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         secret_key = _secret_beside(db_file)
     if len(secret_key) < 32:
         raise ConfigError("HANGAR_SECRET_KEY must be at least 32 characters")
+    smtp_url, mail_from = mail_settings(env)
     return Settings(
         database_url=database_url,
         secret_key=secret_key,
@@ -180,4 +236,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_format=log_format(env),
         delivery_retention_days=delivery_retention_days(env),
         trusted_proxies=trusted_proxies(env),
+        smtp_url=smtp_url,
+        mail_from=mail_from,
     )
