@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.ids import parse_id
-from hangar.kit.errors import NotFound
+from hangar.kit.errors import ApiError, NotFound
 from hangar.kit.services import Services
 
 # Every route of one organization's product API sits under this prefix.
@@ -104,15 +105,59 @@ class _StrictJsonRequest(Request):
         return self._json
 
 
+_BEFORE_BODY = "_hangar_before_body"
+Check = Callable[[Request], Awaitable[Any]]
+
+
+def before_body(check: Check) -> Check:
+    """Marks a dependency that `JsonRoute` runs before the request's body is read: who is
+    calling. It takes the request alone, and keeps what it found in `request.state` for when
+    FastAPI calls it again as a dependency."""
+    setattr(check, _BEFORE_BODY, True)
+    return check
+
+
+def _checks_before_body(dependant: Dependant) -> list[Check]:
+    found: list[Check] = []
+    for dependency in dependant.dependencies:
+        for check in (dependency.call, *_checks_before_body(dependency)):
+            if getattr(check, _BEFORE_BODY, False) and check not in found:
+                found.append(check)  # type: ignore[arg-type]
+    return found
+
+
+def _has_body(request: Request) -> bool:
+    return any(
+        name in (b"content-length", b"transfer-encoding") for name, _ in request.scope["headers"]
+    )
+
+
 class JsonRoute(APIRoute):
-    """The JSON API's routes: a body that names a key twice is refused (422), where Python's
-    parser would keep the last value silently (`{"role": "member", "role": "admin"}` would
-    read as one thing to a reviewer and another to hangar)."""
+    """The JSON API's routes.
+
+    - Who is calling is settled before the body is read: FastAPI reads and parses a route's
+      body before solving its dependencies, so an anonymous client could make every session
+      route parse up to its cap (a megabyte of JSON) for a 401. The route's `before_body`
+      dependencies run first; when one refuses, the answer closes the connection, so the
+      body is never read at all.
+    - A body that names a key twice is refused (422), where Python's parser would keep the
+      last value silently (`{"role": "member", "role": "admin"}` would read as one thing to
+      a reviewer and another to hangar).
+    """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        checks = _checks_before_body(self.dependant)
 
         async def route(request: Request) -> Response:
-            return await handler(_StrictJsonRequest(request.scope, request.receive))
+            strict = _StrictJsonRequest(request.scope, request.receive)
+            try:
+                for check in checks:
+                    await check(strict)
+            except ApiError as refusal:
+                if _has_body(strict):
+                    refusal.headers["Connection"] = "close"
+                raise
+            return await handler(strict)
 
         return route

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import sessions
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
-from hangar.kit.routing import ServicesDep, path_id
+from hangar.kit.routing import ServicesDep, before_body, path_id, services_of
 from hangar.kit.services import Services
 from hangar.orgs.capabilities import capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
@@ -39,7 +39,15 @@ class Actor:
         return capability in self.capabilities
 
 
-async def current_session(request: Request, services: ServicesDep) -> sessions.SignedIn:
+@before_body
+async def current_session(request: Request) -> sessions.SignedIn:
+    """The live session the request's cookie names, its CSRF token checked on unsafe methods;
+    401 or 403 otherwise. The JSON routes settle it before reading the body (`before_body`);
+    what it found is kept on the request, so FastAPI's own call of it reads no row again."""
+    known: sessions.SignedIn | None = getattr(request.state, "session", None)
+    if known is not None:
+        return known
+    services = services_of(request)
     token = request.cookies.get(sessions.COOKIE)
     # The session's own short transaction, committed before the action's (`Tx`) begins: a
     # refused action still slides the idle window, an expired row is deleted even though the
@@ -50,6 +58,7 @@ async def current_session(request: Request, services: ServicesDep) -> sessions.S
     if signed_in is None:
         raise Unauthorized("Sign in first: no session, or it has expired")
     _check_csrf(request, signed_in)
+    request.state.session = signed_in
     return signed_in
 
 
