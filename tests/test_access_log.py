@@ -12,6 +12,7 @@ import pytest
 from hangar.access_log import decoded, log_config, redact
 from hangar.config import LogFormat
 from hangar.logs import formats
+from tests.fixtures.logs import kept_logging
 
 KEY = "svc_pk_" + "A" * 43
 FORMATS: tuple[LogFormat | None, ...] = (None, "text", "json")  # uvicorn's, and hangar's two
@@ -23,11 +24,12 @@ def _logged(
 ) -> str:
     """The access line uvicorn writes for this request, with uvicorn's own text format, or as
     `hangar serve` writes it with HANGAR_LOG_FORMAT `fmt`."""
-    logging.config.dictConfig(log_config() if fmt is None else formats.config(fmt, "serve"))
-    access = logging.getLogger("uvicorn.access")
-    # The record exactly as uvicorn's httptools protocol makes it.
-    access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5555", "GET", path_with_query, "1.1", 200)
-    captured = capsys.readouterr()
+    with kept_logging():
+        logging.config.dictConfig(log_config() if fmt is None else formats.config(fmt, "serve"))
+        access = logging.getLogger("uvicorn.access")
+        # The record exactly as uvicorn's httptools protocol makes it.
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5555", "GET", path_with_query, "1.1", 200)
+        captured = capsys.readouterr()
     return captured.out + captured.err
 
 
@@ -82,6 +84,8 @@ def test_a_key_in_the_path_is_redacted_too() -> None:
         "/api/invitations/{token}",
         "/api/invitations/{token}/accept",
         "/invitations/{token}/password?x=1",
+        "/password-reset/{token}",
+        "/password-reset/{token}?x=1",
     ],
 )
 def test_an_invitation_token_in_the_path_is_redacted(

@@ -29,6 +29,7 @@ commit and README); it has no request timeouts either, and refuses with a plain-
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import Callable
 from types import FrameType
@@ -44,6 +45,7 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
+from hangar.config import Network
 from hangar.http_limits import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
@@ -343,3 +345,32 @@ def uvicorn_options(limits: ServerLimits | None = None) -> UvicornOptions:
         "proxy_headers": False,
         "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
     }
+
+
+def exposure_warning(host: str, trusted_proxies: tuple[Network, ...]) -> str | None:
+    """What to tell the operator when `hangar serve` listens beyond this machine with no proxy
+    in front that hangar knows of: the supported exposure is behind a TLS-terminating proxy
+    (the API is HTTPS by contract; the proxy of deploy/ limits connections and requests per
+    address), and a proxy on another machine has to be named in HANGAR_TRUSTED_PROXIES for
+    hangar to see the clients' addresses. None when it listens on loopback only, or when a
+    trusted proxy outside loopback is named (the operator has said where the proxy is)."""
+    try:
+        local = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = host == "localhost"
+    if local or any(not network.is_loopback for network in trusted_proxies):
+        return None
+    return (
+        f"hangar serve listens on {host}, beyond this machine, and HANGAR_TRUSTED_PROXIES names "
+        "no proxy outside it: clients that reach this port directly get neither TLS nor the "
+        "proxy's limits per address. Serve behind a TLS-terminating proxy (deploy/"
+        "nginx-hangar.conf), listen on 127.0.0.1 when it runs on this machine, or name it in "
+        'HANGAR_TRUSTED_PROXIES when it runs on another (README, "Exposure").'
+    )
+
+
+def warn_if_exposed(host: str, trusted_proxies: tuple[Network, ...]) -> None:
+    """Logs `exposure_warning`, if any, once logging is configured (after uvicorn's Config)."""
+    warning = exposure_warning(host, trusted_proxies)
+    if warning is not None:
+        logging.getLogger("hangar").warning(warning)

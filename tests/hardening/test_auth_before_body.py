@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import orjson
+from starlette.types import Message
 
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
@@ -28,7 +29,7 @@ def session_routes(services: Services) -> list[tuple[str, str]]:
     for path, route in api_routes(create_app(services).routes):
         if path.startswith("/api/orgs/"):
             assert isinstance(route, JsonRoute), f"{path} is not a JsonRoute"
-            found += [(m, path) for m in sorted(route.methods & UNSAFE)]
+            found += [(m, path) for m in sorted((route.methods or set()) & UNSAFE)]
     return found
 
 
@@ -40,12 +41,12 @@ async def call(
     read = False
     answer: dict[str, Any] = {}
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         nonlocal read
         read = True
         return {"type": "http.request", "body": BODY, "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         if message["type"] == "http.response.start":
             answer.update(message)
 
@@ -108,4 +109,3 @@ async def test_a_signed_in_request_still_has_its_body_read(services: Services, o
     assert read
     assert status == 422
     assert b"connection" not in answered
-

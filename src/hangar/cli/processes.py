@@ -199,7 +199,7 @@ def serve_processes(
     """Serves from `workers` processes until SIGTERM or SIGINT, with one worker process beside
     them if `with_worker`. `sender`: for tests (hangar.cli.worker.SenderFactory)."""
     from hangar.logs import formats
-    from hangar.serving import uvicorn_options
+    from hangar.serving import uvicorn_options, warn_if_exposed
 
     os.environ.update(environment(current))
     config = uvicorn.Config(
@@ -216,6 +216,7 @@ def serve_processes(
         timeout_worker_healthcheck=20,
         **uvicorn_options(),
     )
+    warn_if_exposed(host, current.trusted_proxies)
     start_worker = functools.partial(_start_worker, current, sender) if with_worker else None
     sock = config.bind_socket()
     supervisor = ServersAndWorker(config, [sock], start_worker)

@@ -69,7 +69,7 @@ def run_server(
 
     from hangar.app import create_app
     from hangar.logs import formats
-    from hangar.serving import Server, uvicorn_options
+    from hangar.serving import Server, uvicorn_options, warn_if_exposed
 
     app = create_app(settings=current, with_worker=with_worker, sender=sender() if sender else None)
 
@@ -88,6 +88,7 @@ def run_server(
         log_config=formats.config(current.log_format, "serve"),
         **uvicorn_options(limits),
     )
+    warn_if_exposed(host, current.trusted_proxies)
     server = Server(config, on_exit=stop_worker)
     server.run()
     if not server.started:
