@@ -7,7 +7,6 @@ out deletes the row, which ends the session wherever the cookie is used.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import secrets
@@ -19,7 +18,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User, UserSession
-from hangar.auth.passwords import hash_password, verified
+from hangar.auth.passwords import hashed, verified
 from hangar.ids import new_id
 
 COOKIE = "hangar_session"
@@ -29,10 +28,15 @@ ABSOLUTE_TIMEOUT = timedelta(hours=12)
 TOUCH_EVERY = timedelta(minutes=5)
 
 
-@functools.cache
-def _dummy_hash() -> str:
-    # Verifying against a real hash even for unknown emails keeps both answers equally slow.
-    return hash_password(secrets.token_hex(16))
+_dummy: list[str] = []
+
+
+async def _dummy_hash() -> str:
+    """A hash of a random password, made once per process (on a hashing thread, not the
+    event loop): verifying against it for an unknown email costs what a known one costs."""
+    if not _dummy:
+        _dummy.append(await hashed(secrets.token_hex(16)))
+    return _dummy[0]
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,8 @@ async def sign_in(
             )
         )
     ).first()
-    stored = row.password_hash if row is not None and row.password_hash else _dummy_hash()
+    stored = row.password_hash if row is not None and row.password_hash else None
+    stored = stored or await _dummy_hash()
     # argon2 is deliberately slow: on a hashing thread, within the process's bound (which
     # raises passwords.Busy when every slot stays taken).
     matches = await verified(stored, password)
