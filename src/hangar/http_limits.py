@@ -17,7 +17,7 @@ request, then nothing, was held until the process ran out of file descriptors.
 - an idle keep-alive connection is closed after 5 s (uvicorn's `timeout_keep_alive`);
 - at most 100 connections open or requests in flight, else 503 `SERVICE_UNAVAILABLE`
   (uvicorn's `limit_concurrency`; the answer in hangar's shape from hangar.serving);
-- a body per route (`BODY_CAPS`: 64 KiB unless listed), else 413 `REQUEST_TOO_LARGE` before
+- a body per route (`body_cap`: 64 KiB unless listed), else 413 `REQUEST_TOO_LARGE` before
   the body is read (`BodyLimit`, in the app);
 - no request body, read by the app or not, beyond 1 MiB (the largest route cap): the
   connection is closed (hangar.serving).
@@ -107,13 +107,6 @@ def body_cap(path: str) -> int:
     if path.startswith("/api/orgs/") and path.endswith("/maintenance-logs"):
         return MAINTENANCE_LOG_BODY_BYTES
     return DEFAULT_BODY_BYTES
-
-
-BODY_CAPS = (
-    ("POST /api/orgs/{org_id}/maintenance-logs", MAINTENANCE_LOG_BODY_BYTES),
-    ("/api/session, /login", SIGN_IN_BODY_BYTES),
-    ("every other route", DEFAULT_BODY_BYTES),
-)
 
 
 @dataclass(frozen=True)

@@ -154,10 +154,6 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
 
-def _loc(loc: tuple[Any, ...]) -> list[Any]:
-    return [part for part in loc if part != "body" or len(loc) == 1]
-
-
 def _message(err: Any) -> Any:
     # A body that is not JSON: what the parser said (a key named twice, say), not only that.
     if err.get("type") == "json_invalid" and err.get("ctx", {}).get("error"):

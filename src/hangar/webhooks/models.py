@@ -94,6 +94,3 @@ class Attempt(Base):
     request_headers: Mapped[list[list[str]] | None] = mapped_column(JSON)
     response_reason: Mapped[str | None] = mapped_column(String(500))
     response_headers: Mapped[list[list[str]] | None] = mapped_column(JSON)
-
-
-DELIVERY_STATUSES = ("pending", "succeeded", "failed", "skipped")
