@@ -26,11 +26,12 @@ from typing import Any
 
 import httpx
 
-from bench import load
+from bench import hostile, load
 from bench.setup import Dataset, Sizes, cursor_at_depth, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 API = "/api/v1/external"
+QUICK = Sizes(reservations=5_000, aircraft=60, members=200)  # --quick's data, and G12's
 
 
 @dataclass
@@ -570,6 +571,153 @@ def history_rows(run: Runner, pg_url: str, *, quick: bool) -> None:
         run.add(Row.failed("G14b", "G7 while pruning", "p99 <= 2x quiet", exc))
 
 
+@dataclass
+class HostileCase:
+    goal_id: str
+    spec: dict[str, Any]  # the hostile client's (bench/hostile.py)
+    what: str
+    contrast: bool = False  # a row without a goal, to tell what the goal row's figure is made of
+
+
+def hostile_rows(run: Runner, data: Dataset, label: str, logdir: Path, *, quick: bool) -> None:
+    """G12b and G12c: a well-behaved client's GET /api/health every 10 ms, quiet and while
+    another address floods the server, in alternating phases, on `real` servers (the app
+    with its limits as configured). Each group of rows has a server of its own (and its own
+    limiter counts), so a row's peak RSS is its flood's and each sign-in flood starts with
+    the address's budget whole."""
+    import uuid
+    from urllib.parse import urlsplit
+
+    rounds = 1 if quick else 4
+    seconds = 2.0 if quick else 4.0
+    conns = hostile.CONNS
+    maintenance = f"/api/orgs/{data.org_id}/maintenance-logs"
+    anonymous = f"{conns} anonymous connections from 127.0.0.2 POST"
+    to_route = "JSON bodies to /api/orgs/{id}/maintenance-logs back to back"
+    one_address = f"one address (127.0.0.2, {conns} keep-alive connections) POSTs /api/session"
+    groups = [
+        [
+            HostileCase(
+                "G12b",
+                {"kind": "bodies", "path": maintenance},
+                f"{anonymous} {hostile.BODY_BYTES:,}-byte {to_route}",
+            ),
+            HostileCase(
+                "G12b",
+                {"kind": "bodies", "path": maintenance, "body_bytes": 100},
+                f"contrast: {anonymous} 100-byte {to_route} (what the flood's requests cost "
+                "whatever their size)",
+                contrast=True,
+            ),
+        ],
+        [HostileCase("G12c", {"kind": "sign-in"}, f"{one_address} with random emails flat out")],
+        [
+            HostileCase(
+                "G12c",
+                {"kind": "sign-in", "rate": 12},
+                f"contrast: {one_address} with random emails, 12 attempts a second in all "
+                "(the issue's measurement)",
+                contrast=True,
+            )
+        ],
+    ]
+    pace = f"one GET /api/health every {hostile.INTERVAL_S * 1000:.0f} ms from 127.0.0.1"
+    for group in groups:
+        # The sign-in throttle counts in Redis when there is one: a prefix of this server's
+        # own, so that no earlier run's or row's failures (100 an hour) count against it.
+        prefix = f"hangar-bench-hostile-{uuid.uuid4().hex[:8]}"
+        env = {**data.env, "HANGAR_REDIS_PREFIX": prefix}
+        goal = "p99 <= 2x quiet"
+        try:
+            with server("real", env, logdir) as base:
+                port = urlsplit(base).port
+                assert port is not None
+                for case in group:
+                    log(f"{case.goal_id}: {case.what}, {rounds} x {seconds:.0f} s a phase, {label}")
+                    try:
+                        at_start = peak_rss_mb(PIDS[base])
+                        found = hostile.phases(
+                            port,
+                            PIDS[base],
+                            {"conns": conns, **case.spec},
+                            rounds=rounds,
+                            seconds=seconds,
+                            warm_up=not quick,
+                        )
+                        peak = peak_rss_mb(PIDS[base])
+                    except Exception as exc:
+                        run.add(Row.failed(case.goal_id, f"{case.what}, {label}", goal, exc))
+                        continue
+                    for row in hostile_case_rows(case, found, at_start, peak, pace, label):
+                        run.add(row)
+        except Exception as exc:
+            for case in group:
+                run.add(Row.failed(case.goal_id, f"{case.what}, {label}", goal, exc))
+
+
+def hostile_case_rows(
+    case: HostileCase, found: hostile.Phases, at_start: float, peak: float, pace: str, label: str
+) -> list[Row]:
+    """The rows of one hostile case: the latencies, and for the sign-in flood, its RSS."""
+    from bench.webhooks import percentile, summary
+
+    kind = case.spec["kind"]
+    answers = found.answers
+    flood_s = found.flood_seconds
+    sent = sum(answers.values())
+    told = ", ".join(f"{status}: {n:,}" for status, n in sorted(answers.items()))
+    flood_text = f"{sent:,} requests in {flood_s:.0f} s ({sent / flood_s:,.0f}/s; {told}"
+    if kind == "bodies":
+        flood_text += f"; {found.flood_bytes / 1e6:,.0f} MB of body written"
+    flood_text += ")"
+    quiet_p99 = percentile(found.quiet.ms, 0.99)
+    p99 = percentile(found.hostile.ms, 0.99)
+    ratio = p99 / quiet_p99 if found.quiet.ms and found.hostile.ms else None
+    errors = found.quiet.errors + found.hostile.errors
+    # The flood must have been answered as designed: 401 for the bodies (no session); for
+    # sign-in, 401 while the address's budget lasts, then 429.
+    expected = {"401"} if kind == "bodies" else {"401", "429"}
+    answered = sum(n for status, n in answers.items() if status in expected)
+    busy, calm = found.server_hostile, found.server_quiet
+    # CPU as a share of one core; what the server read (rchar: sockets and files alike) says
+    # how much of the flood's bodies it took in.
+    note = (
+        f"server CPU {busy.cpu_share:.0%} of a core under the flood, {calm.cpu_share:.0%} "
+        f"quiet; hostile client's CPU {found.flood_cpu_share:.0%}; server read "
+        f"{busy.read_bytes / 1e6:,.1f} MB under the flood; peak RSS {peak:.0f} MB"
+    )
+    if errors:
+        note += f"; {errors} of the well-behaved client's requests failed"
+    met = ratio is not None and ratio <= 2 and not errors and answered > 0
+    rows = [
+        Row(
+            case.goal_id,
+            f"{pace} while {case.what}: {flood_text}, {label}: vs quiet",
+            summary(found.hostile.ms),
+            "quiet: " + summary(found.quiet.ms),
+            ratio,
+            "(for contrast)" if case.contrast else "p99 <= 2x quiet",
+            None if case.contrast else met,
+            note,
+        )
+    ]
+    if kind == "sign-in" and not case.contrast:
+        rows.append(
+            Row(
+                case.goal_id,
+                f"server peak RSS through that sign-in flood and its quiet phases "
+                f"({answers.get('401', 0):,} sign-ins hashed and refused 401, "
+                f"{answers.get('429', 0):,} refused 429 before any hash), {label}",
+                f"{peak:.0f} MB (at start {at_start:.0f} MB)",
+                "-",
+                None,
+                "<= 250 MB (G9's bound)",
+                peak <= 250,
+            )
+        )
+    return rows
+
+
 def seed_row(data: Dataset, label: str) -> Row:
     seconds = data.seed_seconds
     when = "this run" if data.seeded_now else "when the database was seeded"
@@ -620,7 +768,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--seconds", type=int, default=None)
     parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--only", default="", help="comma-separated: read,sqlite,webhooks,history")
+    parser.add_argument(
+        "--only", default="", help="comma-separated: read,sqlite,webhooks,history,hostile"
+    )
     parser.add_argument("--reseed", action="store_true", help="SQLite only: seed afresh")
     parser.add_argument("--write", default=None, help="also write the table to this file")
     args = parser.parse_args(argv)
@@ -641,17 +791,20 @@ def main(argv: list[str] | None = None) -> int:
     sections: list[tuple[str, Callable[[], None]]] = []
 
     if args.quick:
-        quick = Sizes(reservations=5_000, aircraft=60, members=200)
 
         def quick_read() -> None:
-            data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", quick, args.redis_url, log)
+            data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)
             read_path(run, data, "SQLite", logdir, full=True)
             run.add(seed_row(data, "SQLite"))
 
         def quick_hooks() -> None:
             hooks(run, f"sqlite:///{sqlite_dir / 'quick.db'}", "SQLite", quick=True, g6=True)
 
-        sections += [("read", quick_read), ("webhooks", quick_hooks)]
+        def quick_hostile() -> None:
+            data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)
+            hostile_rows(run, data, "SQLite", logdir, quick=True)
+
+        sections += [("read", quick_read), ("webhooks", quick_hooks), ("hostile", quick_hostile)]
     else:
 
         def pg_read() -> None:
@@ -672,8 +825,14 @@ def main(argv: list[str] | None = None) -> int:
         def pg_history() -> None:
             history_rows(run, args.pg_url, quick=False)
 
+        def all_hostile() -> None:
+            # The quick data: the rows load the server's doors, not its tables.
+            url = f"sqlite:///{sqlite_dir / 'quick.db'}"
+            data = prepare(url, QUICK, args.redis_url, log)
+            hostile_rows(run, data, "SQLite", logdir, quick=False)
+
         sections += [("read", pg_read), ("sqlite", sqlite_read), ("webhooks", all_hooks)]
-        sections += [("history", pg_history)]
+        sections += [("history", pg_history), ("hostile", all_hostile)]
 
     for name, section in sections:
         if only and name not in only:

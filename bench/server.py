@@ -3,13 +3,16 @@ runs (hangar.serving.uvicorn_options: uvloop, hangar's bounded httptools protoco
 limits), with settings from the HANGAR_* variables; the bare baseline on uvicorn as it comes.
 
     python -m bench.server full     --port P   # hangar's app; rate limits that never fill
+    python -m bench.server real     --port P   # hangar's app with its limits as configured
     python -m bench.server bypass   --port P   # the same app, key lookup and limiter bypassed
     python -m bench.server baseline --port P   # the bare ASGI baseline (bench/baseline.py)
     python -m bench.server baseline-bypass --port P  # the baseline, key lookup and limiter bypassed
 
 `full` is the real code path: every request looks its key up and makes the Redis INCRs (or
 the in-process counts without Redis); only the limits are raised, here, in bench/, so a load
-test is not stopped after 60 requests. No production setting changes.
+test is not stopped after 60 requests. No production setting changes. `real` is the app
+exactly as `hangar serve` builds it, limits and all: the hostile rows (G12b, G12c) need the
+sign-in throttle to fill.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def build_app(mode: str, settings: Settings) -> Any:
     from hangar.app import create_app
 
     services = build_services(settings)
+    if mode == "real":
+        return create_app(services)
     services.limiter = RoomyLimiter(services.limiter)
     if mode in ("baseline", "baseline-bypass"):
         return build_baseline(settings, services.limiter, bypass_keys=mode == "baseline-bypass")
@@ -93,7 +98,7 @@ def build_baseline(settings: Settings, limiter: RateLimiter, *, bypass_keys: boo
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("full", "bypass", "baseline", "baseline-bypass"))
+    parser.add_argument("mode", choices=("full", "real", "bypass", "baseline", "baseline-bypass"))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
