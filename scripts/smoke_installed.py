@@ -2,13 +2,14 @@
 
 Builds the wheel, installs it with its pinned dependencies (requirements.lock, hashes
 checked) into a fresh virtual environment in a temporary directory outside the checkout,
-makes an organization, an admin, a key with every scope, rows and an invitation through the
-installed `hangar` command, starts `hangar serve` on a fresh SQLite database on a free
-loopback port, and requests every GET route of the app (the pages, the screens signed in,
-the public API with the key, the management API with the session), every same-origin link
-those pages carry (static files among them), and the two forms that show a secret once.
-Any answer that is not 2xx or 3xx fails, and so does a `hangar --version` that is not the
-wheel's version. The server is always stopped; the directory is removed unless --keep.
+makes an organization, an admin, a key with every scope, rows, an invitation and a password
+reset link through the installed `hangar` command, starts `hangar serve` on a fresh SQLite
+database on a free loopback port, and requests every GET route of the app (the pages, the
+screens signed in, the public API with the key, the management API with the session), every
+same-origin link those pages carry (static files among them), and the two forms that show a
+secret once. Any answer that is not 2xx or 3xx fails, and so does a `hangar --version` that
+is not the wheel's version. The server is always stopped; the directory is removed unless
+--keep.
 
     ./dev smoke            (what .ci/run does; or .venv/bin/python scripts/smoke_installed.py)
 
@@ -82,6 +83,7 @@ GET_ROUTES = (
     "/static/{name}",
     "/login",
     "/invitations/{token}",
+    "/password-reset/{token}",
     "/settings",
     "/settings/{org_id}/keys",
     "/settings/{org_id}/keys/new",
@@ -215,6 +217,7 @@ class Fixture:
     key: str = ""
     key_id: str = ""
     invitation_token: str = ""
+    reset_token: str = ""
     sub_id: str = ""
 
 
@@ -267,6 +270,9 @@ def prepare(hangar: str, run_dir: Path, env: dict[str, str], version: str) -> Fi
     )  # fmt: skip
     invited = created("member", "invite", *org, "--email", "new@smoke.example", "--role", "member")
     made.invitation_token = invited["invitation_url"].rstrip("/").rsplit("/", 1)[1]
+    # A recovery link for the admin, opened (not used): the page must answer.
+    reset = created("user", "reset-password", "--email", EMAIL)
+    made.reset_token = reset["reset_url"].rstrip("/").rsplit("/", 1)[1]
     return made
 
 
@@ -398,7 +404,7 @@ def shorten(path: str) -> str:
     # Ids in full are noise, and the feed's token is a key: neither belongs in a CI log.
     path = re.sub(r"token=[^&]+", "token=...", path)
     path = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{6}", "...", path)
-    return re.sub(r"/invitations/[A-Za-z0-9_-]{20,}", "/invitations/...", path)
+    return re.sub(r"/(invitations|password-reset)/[A-Za-z0-9_-]{20,}", r"/\1/...", path)
 
 
 def fill(route: str, made: Fixture) -> list[str]:
@@ -406,7 +412,9 @@ def fill(route: str, made: Fixture) -> list[str]:
         "org_id": made.org_id,
         "key_id": made.key_id,
         "sub_id": made.sub_id,
-        "token": made.invitation_token,
+        "token": made.reset_token
+        if route.startswith("/password-reset/")
+        else made.invitation_token,
     }
     if route == "/static/{name}":
         return []  # whatever the pages link to, found by the crawl (and checked there)

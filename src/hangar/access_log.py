@@ -31,9 +31,10 @@ REDACTED = "[redacted]"
 # A key written anywhere in the line, for instance in a path, still never reaches the log.
 _LITERAL_KEY = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_\-]*")
 # An invitation link carries its token in the path (/invitations/<token>, and the same under
-# /api/): uvicorn logs the path re-quoted from its decoded form, so this spelling is the one.
-_INVITATIONS = "/invitations/"
-_INVITATION_TOKEN = re.compile(r"(/invitations/)[^/?#\s]+")
+# /api/), and so does an operator's password-reset link (/password-reset/<token>): uvicorn
+# logs the path re-quoted from its decoded form, so this spelling is the one.
+_LINK_PATHS = ("/invitations/", "/password-reset/")
+_LINK_TOKEN = re.compile(r"(/(?:invitations|password-reset)/)[^/?#\s]+")
 # Every query string in the text, to the end of its word: uvicorn logs the query as the
 # client sent it, and a client may put a quote or a `<` in it before `&token=` (a pattern
 # that stopped there let the rest through).
@@ -59,7 +60,7 @@ def decoded(text: str) -> str:
 
 
 def _holds_secret(text: str) -> bool:
-    return KEY_PREFIX in text or _INVITATIONS in text
+    return KEY_PREFIX in text or any(path in text for path in _LINK_PATHS)
 
 
 def _secret_param(name: str, value: str) -> bool:
@@ -77,7 +78,7 @@ def _redact_query(match: re.Match[str]) -> str:
 
 
 def _redact_encoded(match: re.Match[str]) -> str:
-    # A word that decodes to a key or an invitation path: logged decoded, then redacted.
+    # A word that decodes to a key or a link's path: logged decoded, then redacted.
     word = decoded(match[0])
     return _redact_plain(word) if _holds_secret(word) else match[0]
 
@@ -85,14 +86,15 @@ def _redact_encoded(match: re.Match[str]) -> str:
 def _redact_plain(text: str) -> str:
     if KEY_PREFIX in text:
         text = _LITERAL_KEY.sub(REDACTED, text)
-    if _INVITATIONS in text:
-        text = _INVITATION_TOKEN.sub(lambda m: m[1] + REDACTED, text)
+    if any(path in text for path in _LINK_PATHS):
+        text = _LINK_TOKEN.sub(lambda m: m[1] + REDACTED, text)
     return text
 
 
 def redact(text: str) -> str:
-    """`text` with the value of every `token` parameter, any key, any invitation token and
-    any URL's user information replaced, however they are percent-encoded."""
+    """`text` with the value of every `token` parameter, any key, any invitation or
+    password-reset token and any URL's user information replaced, however they are
+    percent-encoded."""
     # Every record passes here (an access line five times): each step runs only on text that
     # can hold what it looks for, which most text does not.
     if "?" in text:

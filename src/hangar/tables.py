@@ -1,5 +1,6 @@
 """Every table, imported in one place so the metadata (and Alembic) sees them all."""
 
+from hangar.accounts.models import PasswordReset
 from hangar.auth.models import ApiKey, User, UserSession
 from hangar.db.base import Base
 from hangar.fleet.models import Aircraft, MelItem
@@ -23,6 +24,7 @@ __all__ = [
     "MelItem",
     "Membership",
     "Organization",
+    "PasswordReset",
     "Redelivery",
     "Reservation",
     "ReservationChanges",

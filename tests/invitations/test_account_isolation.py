@@ -20,8 +20,14 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
+from sqlalchemy import update
 
+from hangar.auth.models import User
+from hangar.kit.errors import Conflict
 from hangar.kit.services import Services
+from hangar.orgs.members import Contact, add_member
+from hangar.seed.demo import ADMIN_EMAIL, prepare_demo
 from tests.fixtures.actions import public
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org, make_org
@@ -85,14 +91,14 @@ async def test_a_password_set_up_through_b_never_gives_access_to_a(
             await b_admin_as_alice.get(f"/settings/{org.id}/keys"),
         ):
             assert attempt.status_code == 404
-        # Without A's link there is nothing to accept: B's own (used) link, a guess, and the
-        # password door (the account has one) all answer the same 404.
+        # Without A's link there is nothing to accept: B's own (used) link and a guess answer
+        # the same 404; A's link, if it ever reached B's admin, makes no account for an
+        # email that has one (409, nothing changes).
         for token in (token_of(b_link), "A" * 43):
             refused = await b_admin_as_alice.post(f"/api/invitations/{token}/accept")
             assert refused.status_code == 404
-        assert (
-            await set_password(b_admin_as_alice, token_of(a_link), "takeover!")
-        ).status_code == 404
+        door = await set_password(b_admin_as_alice, token_of(a_link), "takeover!")
+        assert (door.status_code, door.json()["code"]) == (409, "ACCOUNT_EXISTS")
         async with browser(services) as fresh:
             assert (await sign_in(fresh, "alice@x.example", "takeover!")).status_code == 401
             again = (await sign_in(fresh, "alice@x.example", B_PASSWORD)).json()
@@ -162,7 +168,7 @@ async def test_adding_an_email_of_another_orgs_member_discloses_and_enrols_nothi
         assert (await bob_browser.post(f"/api/orgs/{other.id}/squawks", json={})).status_code == 404
     refused = await outsider.post(f"/api/invitations/{token_of(k)}/accept")
     assert refused.status_code == 404
-    assert (await set_password(client, token_of(k), "B sets it")).status_code == 404
+    assert (await set_password(client, token_of(k), "B sets it")).status_code == 409
     assert (await held(other, k)).status == "pending"
 
 
@@ -220,3 +226,24 @@ async def test_the_answer_for_a_known_email_matches_that_for_a_new_one_field_by_
     assert str(known_account) not in {known["user_id"], new["user_id"]}
     assert known["user_id"] != new["user_id"]
     assert known["role_id"] == new["role_id"]  # B's mechanic role, not anything of A's
+
+
+async def test_no_operator_path_joins_an_existing_account_to_an_organization(
+    org: Org, other: Org, clock: FakeClock
+) -> None:
+    # An account someone set up (here, through another organization): neither the operator's
+    # active membership (`hangar user create`'s, the demo's) nor the demo's admin login may
+    # land on it; only an invitation its holder accepts does.
+    email = f"set-up-{uuid.uuid4().hex[:8]}@example.org"
+    account = await other.member("member", email=email, password=PASSWORD)
+    async with org.engine.begin() as conn:
+        with pytest.raises(Conflict) as refused:
+            await add_member(conn, org.id, Contact(email.upper()), role="admin", now=clock.now())
+    assert refused.value.code == "ACCOUNT_EXISTS"
+    async with org.engine.begin() as conn:
+        # The demo's admin login, on an address someone else already holds an account for.
+        await conn.execute(update(User).where(User.id == account).values(email=ADMIN_EMAIL))
+        with pytest.raises(Conflict):
+            await prepare_demo(conn, clock.now())
+        await conn.rollback()
+    assert await user_row(org.engine, account) == UserRow(email, True)

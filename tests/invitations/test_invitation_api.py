@@ -11,6 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from hangar.accounts import password_reset
 from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
@@ -36,6 +37,11 @@ from tests.fixtures.invites import (
 )
 
 NOT_VALID = {"detail": "This invitation link is not valid or has expired", "code": "NOT_FOUND"}
+ACCOUNT_EXISTS = {
+    "detail": "An account with this email already exists: sign in with it to accept the "
+    "invitation. If you cannot sign in, ask this hangar's operator for a password reset link.",
+    "code": "ACCOUNT_EXISTS",
+}
 
 
 async def status_of(org: Org, user: str) -> tuple[str, object]:
@@ -52,29 +58,39 @@ async def status_of(org: Org, user: str) -> tuple[str, object]:
     return row.status, row.joined_at
 
 
-async def test_the_link_says_where_it_leads_and_whether_a_password_is_needed(
+async def test_the_link_says_where_it_leads_and_the_same_whatever_the_emails_history(
     admin: httpx.AsyncClient, client: httpx.AsyncClient, org: Org, other: Org
 ) -> None:
+    # Four histories of an email: none; an account with a password in another organization;
+    # one without a password there; one whose only membership was removed.
     await other.member("admin", email="has-account@example.org", password=PASSWORD)
-    new = await invite(admin, org, "New.Person@Example.org", role="instructor")
-    known = await invite(admin, org, "has-account@example.org")
+    await other.member("member", email="no-password@example.org")
+    gone = await other.member("member", email="gone@example.org", password=PASSWORD)
+    async with org.engine.begin() as conn:
+        await conn.execute(
+            update(Membership).where(Membership.user_id == gone).values(deleted_at=T0)
+        )
+    emails = ["New.Person@Example.org", "has-account@example.org", "no-password@example.org"]
+    links = [await invite(admin, org, e, role="instructor") for e in [*emails, "gone@example.org"]]
 
-    shown = await client.get(f"/api/invitations/{token_of(new)}")
+    shown = [await client.get(f"/api/invitations/{token_of(link)}") for link in links]
 
-    assert shown.status_code == 200
-    assert shown.headers["cache-control"] == "no-store"
+    assert {r.status_code for r in shown} == {200}
+    assert {r.headers["cache-control"] for r in shown} == {"no-store"}
     org_name = (await admin.get("/api/session")).json()["memberships"][0]["org_name"]
-    assert shown.json() == {
+    assert shown[0].json() == {
         "org_name": org_name,
         "role_name": "instructor",
         "email": "new.person@example.org",
         "expires_at": "2026-05-11T10:00:30Z",
-        "needs_password": True,
     }
-    seen = (await client.get(f"/api/invitations/{token_of(known)}")).json()
-    assert seen["needs_password"] is False
-    assert str(other.id) not in str(seen)
-    assert "Other Aero Club" not in str(seen)
+    # Every other history answers the very same fields, but for the email itself: nothing
+    # says whether an account exists, nor anything of it or of the other organization.
+    for response, link in zip(shown[1:], links[1:], strict=True):
+        assert response.json() == {**shown[0].json(), "email": link["email"]}
+        assert response.headers.keys() == shown[0].headers.keys()
+        for secret in (str(other.id), "Other Aero Club", str(gone)):
+            assert secret not in response.text
 
 
 @pytest.mark.parametrize("token", ["x" * 43, "", "x" * 500, "..%2F..%2Fapi"])
@@ -128,8 +144,8 @@ async def test_a_link_never_sets_the_password_of_an_account_that_has_one(
     async with browser(services) as holder:
         refused = await set_password(holder, token_of(created), "the admin's choice")
 
-        assert refused.status_code == 404
-        assert refused.json() == NOT_VALID
+        assert refused.status_code == 409
+        assert refused.json() == ACCOUNT_EXISTS
         assert "hangar_session" not in refused.cookies
         assert (await sign_in(holder, "owner@example.org", "the admin's choice")).status_code == 401
         assert (await sign_in(holder, "owner@example.org", PASSWORD)).status_code == 200
@@ -314,12 +330,10 @@ async def test_an_account_made_through_one_orgs_link_accepts_anothers_signed_in(
     async with browser(services) as person:
         assert (await set_password(person, token_of(in_a), "chosen via A")).status_code == 200
 
-        # B's link no longer offers the password: that is the account's now.
-        shown = await person.get(f"/api/invitations/{token_of(in_b)}")
-        assert shown.json()["needs_password"] is False
+        # B's link makes no second account, nor a new password: the account is its holder's.
         refused = await set_password(person, token_of(in_b), "chosen via B")
-        assert refused.status_code == 404
-        assert refused.json() == NOT_VALID
+        assert refused.status_code == 409
+        assert refused.json() == ACCOUNT_EXISTS
 
         accepted = await person.post(f"/api/invitations/{token_of(in_b)}/accept")
 
@@ -348,13 +362,9 @@ async def test_two_orgs_links_for_one_new_email_used_at_once_make_one_account(
     answers = {"via A": first, "via B": second}
     [winner] = [k for k, r in answers.items() if r.status_code == 200]
     [loser] = [k for k, r in answers.items() if r.status_code != 200]
-    # Whether the loser checked before or after the winner committed: a clean refusal.
+    # Whether the loser checked before or after the winner committed: the same refusal.
     refused = answers[loser]
-    assert (refused.status_code, refused.json()["code"]) in {
-        (404, "NOT_FOUND"),
-        (409, "ACCOUNT_EXISTS"),
-    }, refused.text
-    assert set(refused.json()) == {"detail", "code"}
+    assert refused.json() == ACCOUNT_EXISTS, refused.text
     async with browser(services) as person:
         email = two_links.email
         assert (await sign_in(person, email, f"password {loser}")).status_code == 401
@@ -384,11 +394,7 @@ async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_change
     monkeypatch.undo()
 
     assert clash.status_code == 409, clash.text
-    assert clash.json() == {
-        "detail": "An account with this email was set up meanwhile: sign in with it and accept "
-        "the invitation",
-        "code": "ACCOUNT_EXISTS",
-    }
+    assert clash.json() == ACCOUNT_EXISTS
     assert "hangar_session" not in clash.cookies
     placeholder = uuid.UUID(in_b["user_id"])
     assert await held(other, in_b) == Held(placeholder, "pending", two_links.email, False)
@@ -428,7 +434,7 @@ async def test_an_invitation_made_on_the_account_itself_is_accepted_in_place(
     # As invitations were before they named emails: the pending membership is the account's.
     erin = await other.member("member", email="erin@example.org", password=PASSWORD)
     token = await org.legacy_invitation(erin, "erin@example.org", clock.now())
-    assert (await client.get(f"/api/invitations/{token}")).json()["needs_password"] is False
+    assert (await client.get(f"/api/invitations/{token}")).status_code == 200
 
     async with browser(services) as person:
         await sign_in(person, "erin@example.org", PASSWORD)
@@ -439,28 +445,42 @@ async def test_an_invitation_made_on_the_account_itself_is_accepted_in_place(
     assert await user_row(org.engine, erin) == UserRow("erin@example.org", True)
 
 
-async def test_an_account_without_a_password_takes_the_one_chosen_through_a_link(
-    admin: httpx.AsyncClient, services: Services, org: Org
+async def test_an_account_whose_memberships_are_gone_never_takes_a_password_through_a_link(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
 ) -> None:
-    # An account made before invitations named emails, whose person never chose a password,
-    # and which belongs to no organization.
-    frank = await org.member("member", email="frank@example.org")
-    async with org.engine.begin() as conn:  # its one membership was removed long ago
+    # An account the operator made for frank@ (no password: he never signed in) whose one
+    # membership, in the other organization, was removed long ago. This organization's admin
+    # invites the address and opens the link themselves.
+    frank = await other.member("member", email="frank@example.org")
+    async with org.engine.begin() as conn:
         await conn.execute(
             update(Membership).where(Membership.user_id == frank).values(deleted_at=T0)
         )
     created = await invite(admin, org, "frank@example.org", role="mechanic")
     assert created["user_id"] != str(frank)
 
-    async with browser(services) as person:
-        response = await set_password(person, token_of(created), "frank's own")
+    async with browser(services) as holder:
+        refused = await set_password(holder, token_of(created), "the admin's choice")
 
-        assert response.status_code == 200, response.text
-        assert response.json()["user"] == {"id": str(frank), "email": "frank@example.org"}
-        assert org_ids(response.json()) == {str(org.id)}
+        assert refused.status_code == 409
+        assert refused.json() == ACCOUNT_EXISTS
+        assert "hangar_session" not in refused.cookies
+        # Nothing of the old account reaches the link's holder: not its id, not a session.
+        assert str(frank) not in refused.text
+        assert (await holder.get("/api/session")).status_code == 401
+    assert await user_row(org.engine, frank) == UserRow("frank@example.org", False)
+    assert (await held(org, created)).status == "pending"
+
+    # Frank himself gets the operator's recovery link, then accepts signed in.
+    async with org.engine.begin() as conn:
+        reset = await password_reset.issue(conn, "frank@example.org", services.clock.now())
+    await password_reset.choose_password(services, reset.token, "frank's own")
+    async with browser(services) as person:
+        assert (await sign_in(person, "frank@example.org", "frank's own")).status_code == 200
+        accepted = await person.post(f"/api/invitations/{token_of(created)}/accept")
+        assert accepted.status_code == 200, accepted.text
+        assert org_ids(accepted.json()) == {str(org.id)}
     assert (await held(org, created)).user_id == frank
-    assert await user_row(org.engine, created["user_id"]) is None
-    assert await user_row(org.engine, frank) == UserRow("frank@example.org", True)
 
 
 async def test_a_link_never_hands_over_an_account_that_belongs_to_another_organization(
@@ -473,11 +493,11 @@ async def test_a_link_never_hands_over_an_account_that_belongs_to_another_organi
     gina = await other.member("admin", email=email)
     created = await invite(admin, org, email, role="mechanic")
     token = token_of(created)
-    assert (await client.get(f"/api/invitations/{token}")).json()["needs_password"] is False
 
     async with browser(services) as holder:
         refused = await set_password(holder, token, "the admin's choice")
-    assert refused.status_code == 404
-    assert refused.json()["code"] == "NOT_FOUND"
+    assert refused.status_code == 409
+    assert refused.json() == ACCOUNT_EXISTS
+    assert str(gina) not in refused.text
     assert await user_row(org.engine, gina) == UserRow(email, False)
     assert (await held(org, created)).status == "pending"

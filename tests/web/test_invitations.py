@@ -123,7 +123,14 @@ async def test_an_existing_account_signs_in_as_itself_then_accepts(
     assert page.status_code == 200
     assert "Sign in as existing@example.org to accept" in page.text
     assert f'href="/login?next={path}"' in page.text
-    assert 'type="password"' not in page.text  # never a way to set its password here
+    # The page offers what it offers anyone (it does not say the email has an account), but
+    # its password form makes no account for this email, and changes nothing of the one it has.
+    refused = await client.post(f"{path}/password", data=password_form(page.text, "hijacked!"))
+    assert refused.status_code == 409
+    assert "already exists: sign in with it to accept the invitation" in refused.text
+    assert "password reset link" in refused.text
+    assert 'type="password"' not in refused.text
+    assert sessions.COOKIE not in refused.cookies
 
     login = await client.get(f"/login?next={path}")
     assert "Sign in to accept your invitation" in login.text
@@ -147,6 +154,34 @@ async def test_an_existing_account_signs_in_as_itself_then_accepts(
     assert await status_of(org, str(existing)) == "active"
     assert await status_of(org, created["user_id"]) == "None"
     assert org_ids((await client.get("/api/session")).json()) == {str(org.id), str(other.id)}
+
+
+async def test_the_page_is_the_same_whatever_the_emails_history(
+    admin: httpx.AsyncClient, services: Services, org: Org, other: Org
+) -> None:
+    # An email with an account (and a password) in another organization, an account without
+    # a password there, and an email nobody has: a visitor holding the link sees the same
+    # page, the email aside, so the link's holder learns nothing of other organizations.
+    await other.member("admin", email="taken@example.org", password=PASSWORD)
+    await other.member("member", email="passwordless@example.org")
+    emails = ["taken@example.org", "passwordless@example.org", "free@example.org"]
+    pages = []
+    async with browser(services) as visitor:
+        for email in emails:
+            created = await invite(admin, org, email, role="mechanic")
+            page = await visitor.get(f"/invitations/{token_of(created)}")
+            assert page.status_code == 200
+            pages.append(
+                re.sub(
+                    r"[A-Za-z0-9_-]{43}",
+                    "TOKEN",
+                    page.text.replace(email, "EMAIL"),
+                )
+            )
+    assert pages[0] == pages[1] == pages[2]
+    for offered in ("Sign in as EMAIL to accept", 'type="password"', "New to hangar?"):
+        assert offered in pages[0]
+    assert "Other Aero Club" not in pages[0]
 
 
 async def test_signed_in_as_someone_else_the_page_says_so_and_cannot_accept(
@@ -272,7 +307,7 @@ async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_
         monkeypatch.undo()
 
     assert response.status_code == 409
-    assert "sign in with it and accept the invitation" in response.text
+    assert "sign in with it to accept the invitation" in response.text
     assert f'href="/login?next={path}"' in response.text
     assert 'type="password"' not in response.text
     assert sessions.COOKIE not in response.cookies

@@ -1,13 +1,16 @@
 """/api/invitations/{token}: the invited person's side of joining an organization.
 
-- GET: what the link invites to (no session needed: the link is the credential).
+- GET: what the link invites to (no session needed: the link is the credential): the
+  organization, the role, the email and the expiry, the same fields whatever the email's
+  history (nothing says whether it has an account).
 - POST .../accept: the account with the invited email accepts, signed in as itself (with
   the CSRF header, as every session POST); 409 ALREADY_MEMBER if it is a member already.
-- POST .../password: while no account with the invited email has a password, the link's
-  holder chooses it; that accepts the invitation and signs the person in. No session is
+- POST .../password: while no account has the invited email, the link's holder makes it,
+  choosing its password; that accepts the invitation and signs the person in. No session is
   needed; a request that brings one anyway carries its CSRF header, as every unsafe session
-  request does. 409 ACCOUNT_EXISTS if another organization's link made the account at the
-  same moment: sign in and accept.
+  request does. 409 ACCOUNT_EXISTS when the email has an account (also one made by another
+  organization's link at the same moment): sign in and accept, or ask the operator for a
+  password reset link.
 
 Every unusable link, and a link used by another account, answers the same 404.
 """

@@ -1,4 +1,4 @@
-"""The invited person's actions: open a link, accept it, choose a password through it.
+"""The invited person's actions: open a link, accept it, make an account through it.
 
 Shared by /api/invitations/{token} (accounts/invitation_routes.py) and the invitation page
 (web/invitations.py); every unusable link is the same 404 (invitations.not_valid). Opening
@@ -32,15 +32,18 @@ async def accept(conn: AsyncConnection, token: str, user_id: uuid.UUID, now: dat
 
 
 async def choose_password(services: Services, token: str, password: str) -> Started:
-    """Sets the invited email's password through its link, accepts, and starts a session.
+    """Makes the invited email's account with this password through its link (only while no
+    account has the email: 409 ACCOUNT_EXISTS otherwise), accepts, and starts a session.
 
     Its transactions are its own, not the request's: argon2 is deliberately slow and runs
     between them, outside any, and the request's body is validated before any database work.
     """
     async with services.engine.connect() as conn:
         found = await invitations.find(conn, token, services.clock.now())
-    if found is None or not found.needs_password:
+    if found is None:
         raise invitations.not_valid()
+    if found.account_id is not None:  # refused before the hash, which costs a core a while
+        raise invitations.AccountExists()
     password_hash = await hashed(password)
     now = services.clock.now()
     async with services.engine.begin() as conn:

@@ -1,13 +1,22 @@
-"""`hangar org`, `hangar user` and `hangar member`: organizations and the people in them."""
+"""`hangar org`, `hangar user` and `hangar member`: organizations and the people in them.
+
+Links (an invitation's, a password reset's) are mailed to their person when HANGAR_SMTP_URL
+and HANGAR_MAIL_FROM are set, after the command's transaction commits, and the output says
+only that they were sent; otherwise they are printed, for the operator to hand over. When a
+mail fails, the link is printed after all, with a note on stderr: the operator holds the
+database anyway, and can hand it over themselves.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.accounts import password_reset
 from hangar.cli.common import (
     OrgOption,
     check_role,
@@ -19,14 +28,16 @@ from hangar.cli.common import (
     run_in_transaction,
 )
 from hangar.clock import SystemClock
-from hangar.orgs import invitations
+from hangar.config import Settings
+from hangar.mail import NotSent, mailer_of
+from hangar.orgs import handover
 from hangar.orgs.bootstrap import Bootstrapped, bootstrap_member
 from hangar.orgs.commands import create_org, require_org
 from hangar.orgs.members import Contact, Invited, invite_member
 from hangar.orgs.models import ROLE_NAMES
 
 org_app = command_group("Organizations.")
-user_app = command_group("Accounts, for the operator's bootstrap.")
+user_app = command_group("Accounts: the operator's bootstrap, and recovery links.")
 member_app = command_group("Memberships: inviting people.")
 
 # A person, as `user create` and `member invite` both take them (see orgs.members.Contact).
@@ -50,6 +61,25 @@ def org_create(
     emit({"id": str(run_in_transaction(current, work)), "name": name.strip()})
 
 
+def note(text: str) -> None:
+    typer.echo(f"hangar: note: {text}", err=True)
+
+
+def link_fields(current: Settings, invited: Invited) -> dict[str, Any]:
+    """The invitation's link, mailed or printed (the transaction has committed), as output."""
+    handed = asyncio.run(handover.hand_over(current, invited, SystemClock().now()))
+    email = invited.member.email
+    fields: dict[str, Any] = {}
+    if handed.sent is None:
+        fields["invitation_url"] = handed.url
+    else:
+        fields["invitation_sent"] = handed.sent
+    if handed.sent is False:
+        fields["invitation_url"] = handed.url
+        note(f"the mail to {email} was not sent ({handed.why}): hand them the link yourself")
+    return {**fields, "invitation_expires_at": invited.invitation.expires_at}
+
+
 @user_app.command("create")
 def user_create(
     org: OrgOption,
@@ -60,17 +90,19 @@ def user_create(
         typer.Option(
             metavar="PASSWORD",
             help="For a new account only (8 characters at least): an existing account's "
-            "password is its owner's",
+            "password is its holder's",
         ),
     ] = None,
     first_name: FirstName = "",
     last_name: LastName = "",
     phone: Phone = None,
 ) -> None:
-    """Make someone an active member at once (the operator's bootstrap).
+    """Make someone a member (the operator's bootstrap).
 
-    A new email gets an account with --password. An email that already has an account gets
-    the membership only, and never a new password: --password is refused for it.
+    A new email gets an account with --password, active at once. An email that already has
+    an account is invited instead, never joined by this command: the membership is pending
+    until the account's holder opens the invitation link (mailed with HANGAR_SMTP_URL,
+    otherwise printed) signed in as themselves. --password is refused for it.
     """
     org_id = parse_org(org)
     check_role(role)
@@ -85,14 +117,54 @@ def user_create(
         return await bootstrap_member(conn, org_id, person, role=role, password=password, now=now)
 
     made = run_in_transaction(current, work)
-    emit(
-        {
-            "user_id": str(made.user_id),
-            "membership_id": str(made.membership_id),
-            "role": made.role,
-            "account": made.account,
-        }
-    )
+    out: dict[str, Any] = {
+        "user_id": str(made.user_id),
+        "membership_id": str(made.membership_id),
+        "role": made.role,
+        "account": made.account,
+        "status": made.status,
+    }
+    if made.invited is not None:
+        who = made.invited.member.email
+        note(
+            f"{who} already has an account, which this command does not join to the "
+            "organization: it invited them instead. The membership is pending until the "
+            "account's holder opens the link signed in as themselves; someone who cannot "
+            f"sign in to it gets a link from `hangar user reset-password --email {who}`"
+        )
+        out |= link_fields(current, made.invited)
+    emit(out)
+
+
+@user_app.command("reset-password")
+def user_reset_password(email: Email) -> None:
+    """Make a one-time link that sets this account's password (it never takes a password).
+
+    The link works once, for 24 hours, and replaces any earlier one for the account; using
+    it signs out every session of the account. With HANGAR_SMTP_URL it is mailed to the
+    account's address and the output says only that it was sent; otherwise it is printed,
+    for you to hand to the account's holder (be sure whom you hand it to).
+    """
+    current = migrated_settings()
+    now = SystemClock().now()
+
+    async def work(conn: AsyncConnection) -> password_reset.Issued:
+        return await password_reset.issue(conn, email, now)
+
+    issued = run_in_transaction(current, work)
+    url = password_reset.link(current.public_url, issued.token)
+    out: dict[str, Any] = {"user_id": str(issued.user_id), "email": issued.email}
+    mailer = mailer_of(current)
+    if mailer is None:
+        out["reset_url"] = url
+    else:
+        try:
+            asyncio.run(mailer.send(password_reset.reset_mail(issued, url, now)))
+            out["sent"] = True
+        except NotSent as why:
+            out |= {"sent": False, "reset_url": url}
+            note(f"the mail to {issued.email} was not sent ({why}): hand them the link yourself")
+    emit({**out, "expires_at": issued.expires_at})
 
 
 @member_app.command("invite")
@@ -105,7 +177,8 @@ def member_invite(
     phone: Phone = None,
 ) -> None:
     """Invite someone, as an admin's POST /api/orgs/{org}/members does: a pending membership
-    and a one-time link (printed this once) that the person opens to join."""
+    and a one-time link that the person opens to join (mailed with HANGAR_SMTP_URL, otherwise
+    printed this once)."""
     org_id = parse_org(org)
     check_role(role)
     current = migrated_settings()
@@ -122,7 +195,6 @@ def member_invite(
             "membership_id": str(invited.member.membership_id),
             "role": invited.member.role,
             "status": invited.member.status,
-            "invitation_url": invitations.link(current.public_url, invited.invitation.token),
-            "invitation_expires_at": invited.invitation.expires_at,
+            **link_fields(current, invited),
         }
     )

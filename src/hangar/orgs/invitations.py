@@ -1,21 +1,31 @@
 """Invitations: a pending membership becomes active only on its person's own say-so.
 
-An admin's "add this email" makes a pending membership and an invitation whose link the admin
-hands to the person. The invitation names an email, not an account: its membership belongs to
-a placeholder user made for it (no email, no password), whatever the email's history.
-Accepting needs the link AND the person:
+An admin's "add this email" makes a pending membership and an invitation whose link goes to
+the person (mailed, with HANGAR_SMTP_URL; otherwise handed over by the admin). The invitation
+names an email, not an account: its membership belongs to a placeholder user made for it (no
+email, no password), whatever the email's history. A membership joins an account only through
+its own organization's link, and the link never hands anyone an account that exists:
 
-- an account with that email and a password accepts while signed in as itself, presenting the
-  token (the link proves that this organization's admin handed it over): the membership moves
-  from the placeholder to the account, and the placeholder is deleted;
-- while no account with that email has a password, the link lets its holder choose one, which
-  accepts at the same time: the placeholder itself becomes the account (its id stays the
-  membership's), or, for an account made before invitations named emails that never got a
-  password, that account takes the password and the membership.
+- an account with the invited email accepts while signed in as itself, presenting the token
+  (GitHub's rule: the invitation is joined by the person it names, holding that
+  organization's link): the membership moves from the placeholder to the account, and the
+  placeholder is deleted;
+- while no account has the email at all, the link's holder may choose a password, which
+  accepts at the same time: the placeholder itself becomes the new account (its id stays the
+  membership's). That is the only account a link ever makes, and never one that exists: not
+  one with a password, not one without (made by the operator or the demo, never signed in
+  to), not one whose memberships were all removed. Such an account's holder signs in, or, if
+  they cannot, gets the operator's recovery link (`hangar user reset-password`,
+  accounts.password_reset); choosing a password for it answers 409 ACCOUNT_EXISTS.
 
-A link never sets the password of an account that has one. Two organizations may invite one
-new email at once: the unique email decides which placeholder becomes the account, and the
-other link is then accepted by signing in.
+What the link shows its holder (`Open.public`) is the same whatever the email's history: this
+organization, the role, the email and the expiry, never whether an account exists, nor any
+account's id or anything of another organization. Trying to choose a password for an email
+that has an account does say so (409): that is the one answer that differs, and it changes
+nothing. (With mail, only the mailbox's reader holds the link to try it.)
+
+Two organizations may invite one new email at once: the unique email decides which
+placeholder becomes the account, and the other link is then accepted by signing in.
 
 The token is 256 random bits; only its SHA-256 is stored and looked up. Every way a link can
 be unusable (unknown, expired, used, membership removed, someone else's) answers the same
@@ -28,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypedDict
 
@@ -61,7 +71,7 @@ def link(public_url: str, token: str) -> str:
 
 @dataclass(frozen=True)
 class Issued:
-    token: str  # shown once, to the admin who invited
+    token: str  # mailed to the person, or shown once to whoever invited (never stored)
     expires_at: datetime
 
 
@@ -84,33 +94,27 @@ async def issue(
     return Issued(token, now + LIFETIME)
 
 
-@dataclass(frozen=True)
-class Account:
-    id: uuid.UUID
-    has_password: bool
-    # A live membership in another organization: such an account is already someone's
-    # there, so no link may hand it to its holder, even while it has no password.
-    belongs_elsewhere: bool = False
-
-
-async def account_with(conn: AsyncConnection, email: str, *, lock: bool = False) -> Account | None:
-    """The account that has this email, if one does (a placeholder has none). `lock` holds its
-    row (PostgreSQL) until the transaction ends."""
-    stmt = select(User.id, User.password_hash).where(func.lower(User.email) == email)
+async def account_with(
+    conn: AsyncConnection, email: str, *, lock: bool = False
+) -> uuid.UUID | None:
+    """The id of the account that has this email, if one does (a placeholder has none),
+    password or not, memberships or not. `lock` holds its row (PostgreSQL) until the
+    transaction ends."""
+    stmt = select(User.id).where(func.lower(User.email) == email)
     if lock:
         stmt = stmt.with_for_update()
-    row = (await conn.execute(stmt)).first()
-    return None if row is None else Account(row.id, row.password_hash is not None)
+    found: uuid.UUID | None = await conn.scalar(stmt)
+    return found
 
 
 class Preview(TypedDict):
-    """What GET /api/invitations/{token} and the page show the holder of the link."""
+    """What GET /api/invitations/{token} shows the holder of the link: the same fields,
+    whatever the email's history."""
 
     org_name: str
     role_name: str | None
     email: str
     expires_at: datetime
-    needs_password: bool
 
 
 @dataclass(frozen=True)
@@ -127,15 +131,8 @@ class Open:
     pending_user_id: uuid.UUID
     email: str  # whom it invites: only the account with this email accepts it
     expires_at: datetime
-    account: Account | None  # the email's account, if it has one (never shown)
-
-    @property
-    def needs_password(self) -> bool:
-        """The link's holder may choose the password: no account has the email, or one that
-        has no password and belongs to no other organization (an account made before
-        invitations named emails, never signed in to)."""
-        account = self.account
-        return account is None or not (account.has_password or account.belongs_elsewhere)
+    # The email's account, if it has one: decides what the link may do, never shown.
+    account_id: uuid.UUID | None
 
     def public(self) -> Preview:
         return {
@@ -143,7 +140,6 @@ class Open:
             "role_name": self.role_name,
             "email": self.email,
             "expires_at": self.expires_at,
-            "needs_password": self.needs_password,
         }
 
 
@@ -152,7 +148,7 @@ async def find(
 ) -> Open | None:
     """The usable invitation behind a token, or None. `lock` holds its rows, and its email's
     account's (PostgreSQL), until the transaction ends, so two acceptances of one link (or
-    two links setting one account's password) queue up."""
+    two links making one email's account) queue up."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
     stmt = (
@@ -185,19 +181,8 @@ async def find(
     row = (await conn.execute(stmt)).first()
     if row is None:
         return None
-    account = await account_with(conn, row.email, lock=lock)
-    if account is not None and not account.has_password:
-        elsewhere = await conn.scalar(
-            select(Membership.id)
-            .where(
-                Membership.user_id == account.id,
-                Membership.deleted_at.is_(None),
-                Membership.id != row.membership_id,
-            )
-            .limit(1)
-        )
-        account = replace(account, belongs_elsewhere=elsewhere is not None)
-    return Open(**row._asdict(), account=account)
+    account_id = await account_with(conn, row.email, lock=lock)
+    return Open(**row._asdict(), account_id=account_id)
 
 
 @dataclass(frozen=True)
@@ -216,20 +201,22 @@ async def accept(conn: AsyncConnection, token: str, user_id: uuid.UUID, now: dat
     changes) if the account already has a live membership in the organization.
     """
     found = await find(conn, token, now, lock=True)
-    # Only the account with the invited email (signed in, so it has a password).
-    if found is None or found.account is None or found.account.id != user_id:
-        raise not_valid()
-    if not found.account.has_password:
+    # Only the account with the invited email, signed in as itself (so its holder knows its
+    # password), and holding this organization's link.
+    if found is None or found.account_id is None or found.account_id != user_id:
         raise not_valid()
     await _join(conn, found, user_id, now)
     return Accepted(found, user_id, found.email)
 
 
-class EmailTaken(Conflict):
+class AccountExists(Conflict):
+    """Choosing a password through a link, for an email that has an account."""
+
     def __init__(self) -> None:
         super().__init__(
-            "An account with this email was set up meanwhile: sign in with it and accept the "
-            "invitation",
+            "An account with this email already exists: sign in with it to accept the "
+            "invitation. If you cannot sign in, ask this hangar's operator for a password "
+            "reset link.",
             "ACCOUNT_EXISTS",
         )
 
@@ -237,39 +224,28 @@ class EmailTaken(Conflict):
 async def set_password(
     conn: AsyncConnection, token: str, password_hash: str, now: datetime
 ) -> Accepted:
-    """The link's holder chooses the password of the invited email's account, and so accepts.
-
-    Only while no account with the email has a password (404 otherwise: a link never
-    replaces one). With no account for the email, the placeholder becomes it; an account
-    without a password (made before invitations named emails) takes the password and the
-    membership. 409 ACCOUNT_EXISTS if another organization's link made the account after
-    the check (the unique email decides which placeholder becomes it).
+    """The link's holder makes the invited email's account, choosing its password, and so
+    accepts: only while no account has the email (409 ACCOUNT_EXISTS otherwise, also when
+    another organization's link made the account after the check: the unique email decides
+    which placeholder becomes it). The placeholder becomes the account.
     """
     found = await find(conn, token, now, lock=True)
-    if found is None or not found.needs_password:
+    if found is None:
         raise not_valid()
-    if found.account is None:
-        user_id = found.pending_user_id
-        try:
-            # The WHERE restates "still a placeholder": of two uses of one link, one wins.
-            changed = await conn.execute(
-                update(User)
-                .where(User.id == user_id, User.email.is_(None), User.password_hash.is_(None))
-                .values(email=found.email, password_hash=password_hash)
-                .returning(User.id)
-            )
-        except IntegrityError as clash:
-            # On PostgreSQL the transaction can only roll back now; raising does that.
-            raise EmailTaken() from clash
-    else:
-        user_id = found.account.id
-        # The WHERE restates "no password yet": of two links used at once, one sets it.
+    if found.account_id is not None:
+        raise AccountExists()
+    user_id = found.pending_user_id
+    try:
+        # The WHERE restates "still a placeholder": of two uses of one link, one wins.
         changed = await conn.execute(
             update(User)
-            .where(User.id == user_id, User.password_hash.is_(None))
-            .values(password_hash=password_hash)
+            .where(User.id == user_id, User.email.is_(None), User.password_hash.is_(None))
+            .values(email=found.email, password_hash=password_hash)
             .returning(User.id)
         )
+    except IntegrityError as clash:
+        # On PostgreSQL the transaction can only roll back now; raising does that.
+        raise AccountExists() from clash
     if changed.first() is None:
         raise not_valid()
     await _join(conn, found, user_id, now)

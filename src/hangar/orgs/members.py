@@ -8,6 +8,11 @@ id, no email, no password), whatever the email's history, so the answer to "add 
 (the 201, and the organization's member list) is the same whether or not the email has an
 account elsewhere, and no two organizations share an id for a person who has not accepted.
 The person's account takes the placeholder's place when they accept (orgs.invitations).
+
+Only an invitation joins an existing account to an organization: an `active` membership is
+made for a new account alone (the operator's bootstrap, the demo), and for an email that has
+an account it is refused (409 ACCOUNT_EXISTS); `hangar user create` invites such an email
+instead (orgs.bootstrap).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Required, TypedDict
 
 from pydantic import Field
 from sqlalchemy import ColumnElement, Exists, func, insert, select, update
@@ -86,12 +91,16 @@ async def add_member(
     now: datetime,
     status: MemberStatus = "active",
     is_discovery: bool = False,
+    join_existing: bool = False,
 ) -> NewMember:
     """A membership of this organization for `person`'s email, 409 if it has one already.
 
-    - `active` is for the operator (CLI, demo, seed, tests): the membership is the email's
-      account's, and the account is made (without a password) if the email has none. An
-      existing account is only referred to, never changed.
+    - `active` is for the operator (CLI, demo, seed, tests): a new account is made for the
+      email (without a password). An email that has an account is refused with 409
+      ACCOUNT_EXISTS: an account joins an organization only through that organization's
+      invitation, accepted by its holder. `join_existing` lifts that for the operator's own
+      hands in the database (tests that need one person in two organizations); no command
+      or route passes it. An existing account is only referred to, never changed.
     - `pending` is an invitation (see invite_member): the membership is a new placeholder
       user's, whether or not the email has an account. Nothing about any account is read.
     """
@@ -103,6 +112,8 @@ async def add_member(
         raise NotFound("organization")
     await refuse_if_member(conn, org_id, email=email)
     found = None if status == "pending" else await account_of(conn, email)
+    if found is not None and not join_existing:
+        raise AccountExists(email)
     if found is not None:
         await refuse_if_member(conn, org_id, user_id=found)
         user_id = found
@@ -144,10 +155,20 @@ async def add_member(
     )
 
 
+class AccountExists(Conflict):
+    def __init__(self, email: str) -> None:
+        super().__init__(
+            f"{email} already has an account: it joins an organization only by accepting "
+            "that organization's invitation, signed in as itself",
+            "ACCOUNT_EXISTS",
+        )
+
+
 @dataclass(frozen=True)
 class Invited:
     member: NewMember
     invitation: invitations.Issued
+    org_name: str  # for the mail that carries the link
 
 
 async def invite_member(
@@ -159,12 +180,16 @@ async def invite_member(
     now: datetime,
     is_discovery: bool = False,
 ) -> Invited:
-    """A pending membership and its invitation; the admin's API and `hangar member invite`."""
+    """A pending membership and its invitation: the admin's API, `hangar member invite`, and
+    `hangar user create` for an email that has an account."""
     member = await add_member(
         conn, org_id, person, role=role, now=now, status="pending", is_discovery=is_discovery
     )
     issued = await invitations.issue(conn, org_id, member.membership_id, member.email, now)
-    return Invited(member, issued)
+    org_name = await conn.scalar(select(Organization.name).where(Organization.id == org_id))
+    if org_name is None:
+        raise NotFound("organization")
+    return Invited(member, issued, org_name)
 
 
 class NewMemberBody(RequestBody):
@@ -177,27 +202,41 @@ class NewMemberBody(RequestBody):
     is_discovery: bool = False
 
 
-class InvitedMember(FullMemberRow):
-    """The answer to an admin's invitation: the public Member, and its link, shown once."""
+class HandedOver(TypedDict, total=False):
+    """How the link reaches the person, in the answer to whoever invited (orgs.handover):
+    `invitation_url` when they are to hand it over (no mail configured); otherwise
+    `invitation_sent`, and when the mail failed, `invitation_error` saying what happened."""
 
     invitation_url: str
-    invitation_expires_at: datetime
+    invitation_sent: bool
+    invitation_error: str
+
+
+class InvitedMember(FullMemberRow, HandedOver, total=False):
+    """The answer to an admin's invitation: the public Member, when the link expires, and how
+    the link reaches the person."""
+
+    invitation_expires_at: Required[datetime]
 
 
 async def create_member(
-    conn: AsyncConnection, actor: Actor, body: NewMemberBody, public_url: str, now: datetime
-) -> InvitedMember:
-    """POST /api/orgs/{org_id}/members: an invitation, answered with the public Member (every
-    contact field) plus the link, shown this once.
+    conn: AsyncConnection, actor: Actor, body: NewMemberBody, now: datetime
+) -> Invited:
+    """POST /api/orgs/{org_id}/members: an invitation (see invited_member for the answer)."""
+    person = Contact(body.email, body.first_name, body.last_name, body.phone)
+    return await invite_member(
+        conn, actor.org_id, person, role=body.role, now=now, is_discovery=body.is_discovery
+    )
+
+
+def invited_member(invited: Invited, body: NewMemberBody, handed: HandedOver) -> InvitedMember:
+    """The answer to POST /api/orgs/{org_id}/members: the public Member (every contact field)
+    and how its link reaches the person.
 
     The Member is made from this request and this organization's rows only, never read
     back from an account: the same fields, whoever the email belongs to, and a `user_id`
     that is the invitation's own placeholder (made now), never an existing account's.
     """
-    person = Contact(body.email, body.first_name, body.last_name, body.phone)
-    invited = await invite_member(
-        conn, actor.org_id, person, role=body.role, now=now, is_discovery=body.is_discovery
-    )
     member = invited.member
     return {
         "user_id": member.user_id,
@@ -207,11 +246,11 @@ async def create_member(
         "is_discovery": body.is_discovery,
         "joined_at": member.joined_at,
         "email": member.email,
-        "first_name": person.first_name,
-        "last_name": person.last_name,
-        "phone": person.phone,
-        "invitation_url": invitations.link(public_url, invited.invitation.token),
+        "first_name": body.first_name,
+        "last_name": body.last_name,
+        "phone": body.phone,
         "invitation_expires_at": invited.invitation.expires_at,
+        **handed,
     }
 
 

@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from hangar.web import changelog, docs, invitations, keys, login, pages, settings, webhooks
+from hangar.web import (
+    changelog,
+    docs,
+    invitations,
+    keys,
+    login,
+    pages,
+    password_reset,
+    settings,
+    webhooks,
+)
 
 router = APIRouter(include_in_schema=False)
-for _part in (pages, login, invitations, settings, keys, webhooks, docs, changelog):
+for _part in (pages, login, invitations, password_reset, settings, keys, webhooks, docs, changelog):
     router.include_router(_part.router)

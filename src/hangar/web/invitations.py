@@ -1,13 +1,17 @@
 """/invitations/{token}: the page an invited person opens, the same rules (and the same
 functions, orgs.invitations) as the session API.
 
-- No account with the invited email has a password yet: a form to choose it; sending it
-  accepts and signs the person in. No session exists yet to hold a CSRF token, so the form
-  carries a double-submit token as /login does (otherwise another site could sign a visitor
-  into an account of its own making).
-- Otherwise: signed in as the invited email, an Accept button (the session's CSRF token);
-  signed in as someone else, a way to sign out; not signed in, a link to sign in as the
-  invited email, which comes back here.
+The page never tells whether the invited email has an account: not signed in, everyone sees
+the same two ways in, "new to hangar: choose a password" and "already have an account with
+this email: sign in to accept". Choosing a password for an email that has an account is
+refused there (409), saying to sign in or to ask the operator for a password reset link.
+
+- Not signed in: the two ways. The password form carries a double-submit token as /login
+  does (no session exists yet to hold a CSRF token; otherwise another site could sign a
+  visitor into an account of its own making); sending it makes the account, accepts and
+  signs the person in.
+- Signed in as the invited email: an Accept button (the session's CSRF token).
+- Signed in as someone else: a way to sign out, which comes back here.
 - An unusable link: one 404 page, whatever the reason.
 """
 
@@ -73,91 +77,80 @@ async def opened(request: Request, services: ServicesDep, token: str) -> Opened:
 OpenedLink = Annotated[Opened, Depends(opened)]
 
 
-def _password_form(
+def _page(
     request: Request,
     services: Services,
-    found: invitations.Open,
-    token: str,
-    *,
-    status: int = 200,
-    error: str = "",
-) -> Response:
-    csrf = PASSWORD_FORM.new_token()
-    response = render(
-        request,
-        "invitation.html",
-        status,
-        invitation=found,
-        token=token,
-        form_csrf=csrf,
-        error=error,
-    )
-    PASSWORD_FORM.issue(services, response, csrf)
-    return response
-
-
-def _accept_page(
-    request: Request,
     found: invitations.Open,
     token: str,
     signed_in: sessions.SignedIn | None,
     *,
     status: int = 200,
     error: str = "",
+    account_exists: bool = False,
 ) -> Response:
-    """Accept (signed in as the invited email), or the way to get signed in as it."""
-    return render(
+    """The page for this visitor: Accept (signed in as the invited email), a way out (signed
+    in as someone else), or the same two ways in for everyone else, whatever the email's
+    history. `account_exists`: the password form was just refused, so only signing in is left.
+    """
+    offer_form = signed_in is None and not account_exists
+    csrf = PASSWORD_FORM.new_token() if offer_form else ""
+    response = render(
         request,
         "invitation.html",
         status,
         invitation=found,
         token=token,
-        accept_only=True,
+        offer_form=offer_form,
+        form_csrf=csrf,
         signed_in=signed_in,
         is_invitee=signed_in is not None and signed_in.email == found.email,
         csrf_token=signed_in.csrf_token if signed_in else "",
         error=error,
     )
+    if offer_form:
+        PASSWORD_FORM.issue(services, response, csrf)
+    return response
 
 
 @router.get("/invitations/{token}")
 async def invitation_page(
     request: Request, services: ServicesDep, link: OpenedLink, token: str
 ) -> Response:
-    if link.found.needs_password:
-        return _password_form(request, services, link.found, token)
-    return _accept_page(request, link.found, token, link.signed_in)
+    return _page(request, services, link.found, token, link.signed_in)
 
 
 @router.post("/invitations/{token}/password")
 async def choose_password_form(
     request: Request, services: ServicesDep, link: OpenedLink, token: str
 ) -> Response:
-    found, signed_in = link.found, link.signed_in
-    if not found.needs_password:
-        raise _gone(request)
+    found = link.found
     form = await request.form(max_fields=10, max_files=0)
+
+    def again(status: int, error: str) -> Response:
+        return _page(request, services, found, token, link.signed_in, status=status, error=error)
+
     if not PASSWORD_FORM.holds(request, form):
-        return _password_form(
+        return again(403, "The form had expired. Please choose your password again.")
+    password, repeated = text(form, "password"), text(form, "password_again")
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        return again(422, f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters.")
+    if password != repeated:
+        return again(422, "The two passwords differ. Type the same password twice.")
+    try:
+        new = await invitation_service.choose_password(services, token, password)
+    except invitations.AccountExists as exists:
+        # The email has an account (perhaps made a moment ago by another organization's
+        # link): only its holder, signed in, accepts.
+        return _page(
             request,
             services,
             found,
             token,
-            status=403,
-            error="The form had expired. Please choose your password again.",
+            link.signed_in,
+            status=409,
+            error=exists.detail,
+            account_exists=True,
         )
-    password, again = text(form, "password"), text(form, "password_again")
-    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        error = f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters."
-        return _password_form(request, services, found, token, status=422, error=error)
-    if password != again:
-        error = "The two passwords differ. Type the same password twice."
-        return _password_form(request, services, found, token, status=422, error=error)
-    try:
-        new = await invitation_service.choose_password(services, token, password)
-    except invitations.EmailTaken as taken:
-        # Another organization's link made the account a moment ago: sign in and accept.
-        return _accept_page(request, found, token, signed_in, status=409, error=taken.detail)
     except ApiError as refused:  # used or removed since the page was opened
         raise _gone(request) from refused
     response = redirect("/settings")

@@ -1,0 +1,186 @@
+"""The operator's recovery link: `hangar user reset-password --email E`.
+
+For a person locked out of their account: they forgot its password, never chose one (an
+account the operator or the demo made), or someone else chose it (an organization's admin who
+opened the invitation link meant for them). The operator never types a password for anyone:
+the command makes a one-time link, and whoever opens it chooses the account's password and is
+signed in, as Django's and GitHub's password resets work.
+
+- Issued only for an account (an email no account has is an error the operator sees; an
+  invitation's placeholder has no email, so it cannot be named).
+- With HANGAR_SMTP_URL and HANGAR_MAIL_FROM set, the link is mailed to the account's address
+  and the operator sees only that it was sent: only whoever reads that mailbox gets in.
+  Otherwise the operator is shown it to hand over, and must be sure whom they hand it to.
+- The token is 256 random bits; only its SHA-256 is stored. It works for LIFETIME (24 hours:
+  long enough to reach someone the same day, short enough that a link lying in a mailbox or
+  a chat goes stale; Django allows 3 days, GitHub's mailed links 3 hours) and once.
+- One live link per account: a new one replaces the last (which stops working).
+- Using it sets the password (8 to 1024 characters, as everywhere), deletes the link, ends
+  every session of the account (whoever held the old password, or set it up for someone
+  else, is signed out everywhere) and signs the holder in. Memberships are untouched: the
+  account keeps exactly the organizations it had.
+- Every unusable link (unknown, expired, used, replaced) answers the same 404.
+
+Callers own the transaction of `issue`; `choose_password` runs its own (argon2 runs between
+them, outside any).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.accounts.models import PasswordReset
+from hangar.accounts.session_service import Started, started
+from hangar.auth import sessions
+from hangar.auth.models import User, UserSession
+from hangar.auth.passwords import hashed
+from hangar.ids import new_id
+from hangar.kit.errors import NotFound
+from hangar.kit.services import Services
+from hangar.mail import Mail
+
+LIFETIME = timedelta(hours=24)
+# token_urlsafe(32) is 43 characters; anything much longer is not one of ours.
+MAX_TOKEN_LENGTH = 100
+PATH = "/password-reset/"
+
+
+def not_valid() -> NotFound:
+    return NotFound(detail="This password reset link is not valid or has expired")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def link(public_url: str, token: str) -> str:
+    return f"{public_url.rstrip('/')}{PATH}{token}"
+
+
+@dataclass(frozen=True)
+class Issued:
+    user_id: uuid.UUID
+    email: str
+    token: str  # mailed, or shown once to the operator (never stored)
+    expires_at: datetime
+
+
+async def issue(conn: AsyncConnection, email: str, now: datetime) -> Issued:
+    """A new recovery link for the account with `email`, replacing any earlier one; 404 if no
+    account has the email."""
+    wanted = email.strip().lower()
+    account = (
+        await conn.execute(
+            select(User.id, User.email).where(
+                User.email.is_not(None), func.lower(User.email) == wanted
+            )
+        )
+    ).first()
+    if account is None or not wanted:
+        raise NotFound(detail=f"No account has the email {wanted!r}")
+    token = secrets.token_urlsafe(32)
+    # The account's earlier link stops working: only the newest one is ever live.
+    await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account.id))
+    await conn.execute(
+        insert(PasswordReset).values(
+            id=new_id(),
+            user_id=account.id,
+            token_hash=token_hash(token),
+            created_at=now,
+            expires_at=now + LIFETIME,
+        )
+    )
+    return Issued(account.id, account.email, token, now + LIFETIME)
+
+
+def reset_mail(issued: Issued, url: str, now: datetime) -> Mail:
+    body = (
+        f"A password reset link was made for your hangar account, {issued.email}.\n"
+        "\n"
+        "Open this link to choose a new password:\n"
+        "\n"
+        f"{url}\n"
+        "\n"
+        f"It works once, until {issued.expires_at:%Y-%m-%d %H:%M} UTC. Choosing a password "
+        "there signs out every other session of your account.\n"
+        "\n"
+        "If you did not ask for this, ignore this message: your password stays as it is.\n"
+    )
+    return Mail(issued.email, "Your hangar password reset link", body, now)
+
+
+@dataclass(frozen=True)
+class Open:
+    """A usable recovery link: whose account it resets."""
+
+    reset_id: uuid.UUID
+    user_id: uuid.UUID
+    email: str
+    expires_at: datetime
+
+
+async def find(conn: AsyncConnection, token: str, now: datetime) -> Open | None:
+    """The usable link behind a token, or None."""
+    if not token or len(token) > MAX_TOKEN_LENGTH:
+        return None
+    row = (
+        await conn.execute(
+            select(
+                PasswordReset.id.label("reset_id"),
+                PasswordReset.user_id,
+                User.email,
+                PasswordReset.expires_at,
+            )
+            .join(User, User.id == PasswordReset.user_id)
+            .where(
+                PasswordReset.token_hash == token_hash(token),
+                PasswordReset.expires_at > now,
+                User.email.is_not(None),
+            )
+        )
+    ).first()
+    return None if row is None else Open(**row._asdict())
+
+
+async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datetime) -> Open:
+    """Sets the password through the link, which is used up; every session of the account
+    ends."""
+    found = await find(conn, token, now)
+    if found is None:
+        raise not_valid()
+    # The DELETE restates "still live": of two uses of one link at once, one deletes it and
+    # the other finds nothing, and its whole transaction is refused.
+    used = await conn.execute(
+        delete(PasswordReset)
+        .where(PasswordReset.id == found.reset_id, PasswordReset.expires_at > now)
+        .returning(PasswordReset.id)
+    )
+    if used.first() is None:
+        raise not_valid()
+    await conn.execute(
+        update(User).where(User.id == found.user_id).values(password_hash=password_hash)
+    )
+    await conn.execute(delete(UserSession).where(UserSession.user_id == found.user_id))
+    return found
+
+
+async def choose_password(services: Services, token: str, password: str) -> Started:
+    """Sets the account's password through its recovery link and signs the holder in (a new
+    session; every earlier one has ended)."""
+    async with services.engine.connect() as conn:
+        found = await find(conn, token, services.clock.now())
+    if found is None:  # refused before the hash, which costs a core a while
+        raise not_valid()
+    password_hash = await hashed(password)
+    now = services.clock.now()
+    async with services.engine.begin() as conn:
+        # Checked again: the link may have been used (or replaced) meanwhile.
+        used = await _use(conn, token, password_hash, now)
+        return await started(conn, await sessions.start(conn, used.user_id, used.email, now))
