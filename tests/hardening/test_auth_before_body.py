@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from starlette.types import Message
 
+from hangar.accounts.session_service import ADDRESS_LIMITS
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
 from hangar.kit.routing import JsonRoute
@@ -63,7 +64,11 @@ async def call(
         "headers": [
             (b"host", b"hangar.example"),
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(BODY)).encode()),
+            *(
+                []
+                if b"content-length" in dict(headers)
+                else [(b"content-length", str(len(BODY)).encode())]
+            ),
             *headers,
         ],
         "client": ("198.51.100.7", 50000),
@@ -109,3 +114,22 @@ async def test_a_signed_in_request_still_has_its_body_read(services: Services, o
     assert read
     assert status == 422
     assert b"connection" not in answered
+
+
+async def test_a_small_refused_body_keeps_its_connection(services: Services, org: Org) -> None:
+    # Skipping a few bytes costs less than a new connection; only large bodies close it.
+    small = [(b"content-length", b"100")]
+    status, answered, read = await call(services, "POST", f"/api/orgs/{org.id}/squawks", small)
+    assert (status, read) == (401, False)
+    assert b"connection" not in answered
+
+
+async def test_a_spent_address_is_refused_sign_in_before_its_body(services: Services) -> None:
+    for _ in range(ADDRESS_LIMITS[0].count):
+        await services.limiter.hit(
+            "sign-in:address:198.51.100.7", ADDRESS_LIMITS, services.clock.now()
+        )
+    small = [(b"content-length", b"100")]
+    status, answered, read = await call(services, "POST", "/api/session", small)
+    assert (status, read) == (429, False)
+    assert int(answered[b"retry-after"]) > 0

@@ -9,6 +9,7 @@ The test client's connection comes from 127.0.0.1, a trusted proxy by default, s
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 
@@ -181,3 +182,10 @@ async def test_the_login_form_counts_the_same_budgets_and_says_when_to_come_back
     assert "from one address" in form.text
     assert int(form.headers["Retry-After"]) > 0
     assert sessions.COOKIE not in form.cookies
+
+
+async def test_hashes_run_at_a_lower_priority_than_serving() -> None:
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    assert await passwords._bounded(niceness) == niceness() + passwords.NICENESS

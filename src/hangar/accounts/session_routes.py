@@ -27,7 +27,7 @@ class Credentials(RequestBody):
     password: str = Field(min_length=1, max_length=1024)
 
 
-@router.post("/api/session")
+@router.post("/api/session", dependencies=[Depends(session_service.address_budget_left)])
 async def sign_in(request: Request, services: ServicesDep, credentials: Credentials) -> Response:
     new = await session_service.sign_in_or_refuse(
         services, credentials.email, credentials.password, client_of(request)

@@ -1,18 +1,24 @@
 """Password hashing with argon2id (the library's current recommended parameters), and the
-bound on how many hashes a process runs at once.
+bound on what hashing may take from everything else a process serves.
 
-Each hash takes 64 MiB and most of a core for a few tens of milliseconds, on purpose: that
-is what makes a stolen hash slow to guess. It also makes the sign-in form the cheapest way
-to load the server, since anyone may post to it. So hashes run on threads of their own,
-`SLOTS` at a time per process; a request waits for a slot at most `WAIT_S`, and is then
-refused (`Busy`, a 429) rather than queued without end. However many sign-ins arrive at once,
-hashing holds at most SLOTS x 64 MiB and SLOTS threads, and the event loop keeps serving
-everything else.
+Each hash takes 64 MiB and, for some 50 ms, as many cores as it has lanes (4), on purpose:
+that is what makes a stolen hash slow to guess. It also makes the sign-in form the cheapest
+way to load the server, since anyone may post to it. So:
+
+- hashes run one at a time per process (`SLOTS`), on a thread of their own: however many
+  sign-ins arrive at once, hashing holds at most 64 MiB more memory;
+- that thread, and the lanes argon2 starts from it, run at a lower scheduling priority
+  (`NICENESS`): when a hash and the event loop both want a core, the loop gets it, so the
+  requests of everyone else keep their latency (bench G12c);
+- a request waits for the slot at most `WAIT_S`, and is then refused (`Busy`, a 429 with
+  `Retry-After`) rather than queued without end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,14 +32,17 @@ from hangar.kit.errors import RateLimited
 _hasher = PasswordHasher()
 _T = TypeVar("_T")
 
-# Two at once: on a 2-core machine, a flood of sign-ins leaves the serving process the
-# event loop's share; `hangar serve --workers auto` gives each process its own two.
-SLOTS = 2
+# One at a time: each hash already spreads over 4 lanes, and a flying club's sign-ins come
+# seconds apart. `hangar serve --workers auto` gives each process its own.
+SLOTS = 1
+# Linux's nice value for the hashing thread (per thread on Linux; argon2's lanes inherit it):
+# 10 gives it about a tenth of the weight of the event loop when both want a core.
+NICENESS = 10
 # A person signing in while others do waits a moment, not the length of a flood.
 WAIT_S = 2.0
-# Past this many waiting, a request is refused at once: it could not get a slot within
-# WAIT_S anyway (each hash takes some 50 ms; 64 waiting are a second and a half of work).
-MAX_WAITING = 64
+# Past this many waiting, a request is refused at once: it could not get the slot within
+# WAIT_S anyway (each hash takes some 50 ms; 32 waiting are a second and a half of work).
+MAX_WAITING = 32
 
 
 class Busy(RateLimited):
@@ -55,7 +64,15 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
-_pool = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="argon2")
+def _lower_priority() -> None:
+    # Best effort: a platform without per-thread priorities hashes at the loop's.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+
+
+_pool = ThreadPoolExecutor(
+    max_workers=SLOTS, thread_name_prefix="argon2", initializer=_lower_priority
+)
 _waiting = 0
 _waiting_lock = threading.Lock()
 

@@ -126,10 +126,19 @@ def _checks_before_body(dependant: Dependant) -> list[Check]:
     return found
 
 
-def _has_body(request: Request) -> bool:
-    return any(
-        name in (b"content-length", b"transfer-encoding") for name, _ in request.scope["headers"]
-    )
+# A refused request whose body is at most this is left to the server to skip, and its
+# connection kept: cheaper for both sides than a new connection. A larger one, or one of
+# unknown length, closes the connection, so that it is never read.
+_SKIPPED_BODY_BYTES = 16 * 1024
+
+
+def _large_body(request: Request) -> bool:
+    for name, value in request.scope["headers"]:
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return not (value.isdigit() and int(value) <= _SKIPPED_BODY_BYTES)
+    return False
 
 
 class JsonRoute(APIRoute):
@@ -138,8 +147,8 @@ class JsonRoute(APIRoute):
     - Who is calling is settled before the body is read: FastAPI reads and parses a route's
       body before solving its dependencies, so an anonymous client could make every session
       route parse up to its cap (a megabyte of JSON) for a 401. The route's `before_body`
-      dependencies run first; when one refuses, the answer closes the connection, so the
-      body is never read at all.
+      dependencies run first; when one refuses a large body, the answer closes the
+      connection, so the body is never read at all.
     - A body that names a key twice is refused (422), where Python's parser would keep the
       last value silently (`{"role": "member", "role": "admin"}` would read as one thing to
       a reviewer and another to hangar).
@@ -155,7 +164,7 @@ class JsonRoute(APIRoute):
                 for check in checks:
                     await check(strict)
             except ApiError as refusal:
-                if _has_body(strict):
+                if _large_body(strict):
                     refusal.headers["Connection"] = "close"
                 raise
             return await handler(strict)

@@ -23,6 +23,7 @@ from hangar.orgs.capabilities import capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_NO_SESSION = "Sign in first: no session, or it has expired"
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,10 @@ async def current_session(request: Request) -> sessions.SignedIn:
     known: sessions.SignedIn | None = getattr(request.state, "session", None)
     if known is not None:
         return known
-    services = services_of(request)
     token = request.cookies.get(sessions.COOKIE)
+    if not token:
+        raise Unauthorized(_NO_SESSION)  # before any database work: anonymous floods are cheap
+    services = services_of(request)
     # The session's own short transaction, committed before the action's (`Tx`) begins: a
     # refused action still slides the idle window, an expired row is deleted even though the
     # request is answered 401, and on SQLite the touch's write lock is not held for the rest
@@ -56,7 +59,7 @@ async def current_session(request: Request) -> sessions.SignedIn:
     async with services.engine.begin() as conn:
         signed_in = await sessions.resume(conn, token, services.clock.now())
     if signed_in is None:
-        raise Unauthorized("Sign in first: no session, or it has expired")
+        raise Unauthorized(_NO_SESSION)
     _check_csrf(request, signed_in)
     request.state.session = signed_in
     return signed_in
