@@ -150,11 +150,20 @@ class Flood:
         return sum(self.answers.values())
 
 
-async def _bodies(port: int, path: str, size: int, deadline: float, counts: Counter[str]) -> int:
+async def _bodies(
+    port: int, path: str, size: int, every_s: float, deadline: float, counts: Counter[str]
+) -> int:
+    """Bodies back to back, or one every `every_s` when that is more than 0."""
     body = maintenance_body(size)
     request = _head("POST", path, port, body) + body
     written = 0
-    while time.monotonic() < deadline:
+    next_at = time.monotonic()
+    while (now := time.monotonic()) < deadline:
+        if every_s:
+            if next_at > now:
+                await asyncio.sleep(next_at - now)
+                continue  # the deadline may have passed meanwhile
+            next_at = max(next_at + every_s, now)
         try:
             reader, writer = await _connect(port, HOSTILE)
         except OSError:
@@ -222,15 +231,15 @@ async def flood(
     body_bytes: int = BODY_BYTES,
     rate: float = 0.0,
 ) -> Flood:
-    """`conns` connections of the `kind` of flood for `seconds`: back to back, or, for
-    sign-ins with a `rate`, that many attempts a second in all."""
+    """`conns` connections of the `kind` of flood for `seconds`: back to back, or, with a
+    `rate`, that many requests a second in all."""
     counts: Counter[str] = Counter()
     began = time.monotonic()
     deadline = began + seconds
+    every_s = conns / rate if rate else 0.0
     if kind == "bodies":
-        workers = [_bodies(port, path, body_bytes, deadline, counts) for _ in range(conns)]
+        workers = [_bodies(port, path, body_bytes, every_s, deadline, counts) for _ in range(conns)]
     elif kind == "sign-in":
-        every_s = conns / rate if rate else 0.0
         workers = [_sign_ins(port, every_s, deadline, counts) for _ in range(conns)]
     else:
         raise ValueError(f"unknown flood {kind!r}")

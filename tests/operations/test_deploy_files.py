@@ -81,6 +81,8 @@ def test_the_environment_file_lists_exactly_hangars_settings() -> None:
         secret_key=SECRET,
         redis_url="redis://r",
         metrics_token="m" * 32,
+        smtp_url="smtps://mail.example.org",
+        mail_from="hangar@example.org",
     )
     assert sorted(environment_settings()) == sorted(environment(every))
 

@@ -8,6 +8,7 @@ connection, and which holds the one LISTEN connection a worker keeps on PostgreS
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import signal
 import subprocess
@@ -91,8 +92,15 @@ def test_the_server_processes_read_back_the_settings_the_parent_checked() -> Non
         redis_url="redis://cache.internal:6379/2",
         redis_prefix="blue",
         delivery_retention_days=7,
+        trusted_proxies=(ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("::1/128")),
+        smtp_url="smtps://hangar:secret@mail.example.org:465",
+        mail_from="Hangar <hangar@example.org>",
     )
     assert load_settings(environment(checked)) == checked
+    nobody_trusted = Settings(
+        database_url=checked.database_url, secret_key=SECRET, trusted_proxies=()
+    )
+    assert load_settings(environment(nobody_trusted)) == nobody_trusted
     without_redis = Settings(database_url=checked.database_url, secret_key=SECRET)
     assert load_settings(environment(without_redis)) == without_redis
 

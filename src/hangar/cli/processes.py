@@ -104,7 +104,11 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_REDIS_PREFIX": current.redis_prefix,
         "HANGAR_LOG_FORMAT": current.log_format,
         "HANGAR_DELIVERY_RETENTION_DAYS": str(current.delivery_retention_days),
+        "HANGAR_TRUSTED_PROXIES": ",".join(str(network) for network in current.trusted_proxies),
     }
+    if current.smtp_url and current.mail_from:
+        env["HANGAR_SMTP_URL"] = current.smtp_url
+        env["HANGAR_MAIL_FROM"] = current.mail_from
     if current.redis_url:
         env["HANGAR_REDIS_URL"] = current.redis_url
     if current.metrics_token:
