@@ -70,12 +70,11 @@ def link_fields(current: Settings, invited: Invited) -> dict[str, Any]:
     handed = asyncio.run(handover.hand_over(current, invited, SystemClock().now()))
     email = invited.member.email
     fields: dict[str, Any] = {}
-    if handed.sent is None:
-        fields["invitation_url"] = handed.url
-    else:
+    if handed.sent is not None:
         fields["invitation_sent"] = handed.sent
-    if handed.sent is False:
+    if handed.sent is not True:  # no mail configured, or the mail failed
         fields["invitation_url"] = handed.url
+    if handed.sent is False:
         note(f"the mail to {email} was not sent ({handed.why}): hand them the link yourself")
     return {**fields, "invitation_expires_at": invited.invitation.expires_at}
 

@@ -151,8 +151,10 @@ async def choose_password_form(
             error=exists.detail,
             account_exists=True,
         )
-    except ApiError as refused:  # used or removed since the page was opened
-        raise _gone(request) from refused
+    except ApiError as refused:
+        if refused.status != 404:  # busy hashing (429): the error page says so
+            raise
+        raise _gone(request) from refused  # used or removed since the page was opened
     response = redirect("/settings")
     set_session_cookie(response, services, new.token)
     PASSWORD_FORM.clear(response)
