@@ -17,6 +17,7 @@ from tests.fixtures.actions import public
 from tests.fixtures.factories import Org
 from tests.fixtures.invites import browser, held, org_ids, set_password
 from tests.fixtures.smtp import MailServer, mail_server
+from tests.fixtures.subprocesses import free_port
 
 MAIL_FROM = "Hangar <hangar@example.org>"
 NEW = {"first_name": "Pat", "last_name": "Pilot", "role": "instructor"}
@@ -117,7 +118,8 @@ async def test_a_mail_that_fails_keeps_the_invitation_and_says_what_happened(
 async def test_a_mail_server_that_is_down_is_no_500(
     admin: httpx.AsyncClient, org: Org, services: Services
 ) -> None:
-    services.settings = replace(services.settings, smtp_url="smtp://127.0.0.1:9")
+    # A port nothing listens on: the connection is refused.
+    services.settings = replace(services.settings, smtp_url=f"smtp://127.0.0.1:{free_port()}")
     body = {**NEW, "email": "down@example.org"}
 
     response = await admin.post(f"/api/orgs/{org.id}/members", json=body)
