@@ -127,6 +127,39 @@ async def test_invalid_bodies_are_422(
     assert_invalid(response)
 
 
+@pytest.mark.parametrize(
+    "email",
+    [
+        "a@b",  # no dot in the domain
+        "a@@b.example",
+        "@b.example",
+        "a b@c.example",
+        "x<img>@example.org",  # markup that a page would have to escape
+        "a@localhost",
+        "a@mail.test",  # a special-use name: no mailbox there
+        "a@-x.example",
+        "a@b.example\nBcc: victim@example.org",  # header injection into a mail
+        '"quoted"@example.org',
+    ],
+)
+async def test_an_email_is_checked_by_a_validator_not_by_an_at_sign(
+    admin: httpx.AsyncClient, org: Org, email: str
+) -> None:
+    response = await admin.post(url(org, "members"), json={**NEW, "email": email})
+    assert_invalid(response)
+    assert "must be an email address" in response.json()["detail"]
+
+
+async def test_an_email_is_kept_in_lower_case_and_its_domain_in_unicode(
+    admin: httpx.AsyncClient, org: Org
+) -> None:
+    response = await admin.post(
+        url(org, "members"), json={**NEW, "email": " Pilot@XN--MNCHEN-3YA.de "}
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["email"] == "pilot@münchen.de"
+
+
 async def test_removal_is_a_soft_delete_that_ends_access(
     admin: httpx.AsyncClient, member: httpx.AsyncClient, client: httpx.AsyncClient, org: Org
 ) -> None:

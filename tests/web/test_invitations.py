@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth import sessions
+from hangar.kit.errors import ApiError
 from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.orgs.members import Contact, invite_member
@@ -251,15 +252,18 @@ async def test_names_in_the_page_are_escaped(services: Services, engine: AsyncEn
     hostile = await make_org(engine, "<script>alert(1)</script> & Co")
     async with engine.begin() as conn:
         invited = await invite_member(
-            conn, hostile.id, Contact("x<img>@example.org"), role="member", now=T0
+            conn, hostile.id, Contact("x@example.org"), role="member", now=T0
         )
+        # Markup cannot reach the page through the email: it is no email address.
+        with pytest.raises(ApiError, match="must be an email address"):
+            await invite_member(
+                conn, hostile.id, Contact("x<img>@example.org"), role="member", now=T0
+            )
     async with browser(services) as person:
         page = await person.get(f"/invitations/{invited.invitation.token}")
     assert page.status_code == 200
     assert "<script>alert(1)" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; Co" in page.text
-    assert "x<img>" not in page.text
-    assert re.search(r"x&lt;img&gt;@example\.org", page.text)
 
 
 async def test_once_one_orgs_link_made_the_account_anothers_page_asks_to_sign_in(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Required, TypedDict
 
+from email_validator import EmailNotValidError, validate_email
 from pydantic import Field
 from sqlalchemy import ColumnElement, Exists, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -68,10 +69,14 @@ class NewMember:
 
 
 def normalized_email(email: str) -> str:
-    email = email.strip().lower()
-    if "@" not in email:
-        raise invalid("email", "must be an email address")
-    return email
+    """The address as hangar stores and compares it (lower case), once a validator made for
+    it (RFC 5322 and 6531 syntax, the domain's form; no DNS lookup) accepts it: a 422 saying
+    what is wrong otherwise."""
+    try:
+        checked = validate_email(email.strip(), check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise invalid("email", f"must be an email address ({exc})") from None
+    return checked.normalized.lower()
 
 
 async def account_of(conn: AsyncConnection, email: str) -> uuid.UUID | None:

@@ -22,7 +22,7 @@ from hangar.orgs.models import Membership, Organization, Role
 from hangar.seed.seeding import Progress, Sizes, seed_org
 
 ORG_NAME = "Demo Flight School"
-ADMIN_EMAIL = "admin@demo.hangar.test"  # .test is reserved (RFC 2606): no real mailbox
+ADMIN_EMAIL = "admin@demo.hangar.example"  # .example is reserved (RFC 2606): no real mailbox
 KEY_NAME = "demo"
 # A few seconds on SQLite, and enough rows to page through and filter.
 SIZES = Sizes(
@@ -66,7 +66,7 @@ async def prepare_demo(
             .where(ApiKey.org_id == org_id, ApiKey.name == KEY_NAME, ApiKey.revoked_at.is_(None))
             .values(revoked_at=now)
         )
-    # The operator's own demo login, on a reserved .test address: set here, as add_member
+    # The operator's own demo login, on a reserved .example address: set here, as add_member
     # never sets a password.
     password = secrets.token_urlsafe(12)
     await conn.execute(
