@@ -709,11 +709,17 @@ def hostile_case_rows(
     rows = [
         Row(
             case.goal_id,
-            f"{pace} while {case.what}: {flood_text}, {label}: vs quiet",
+            f"{pace} while {case.what}: {flood_text}, {label}: "
+            + ("vs benign traffic at that rate" if "rate" in case.spec else "vs quiet"),
             summary(found.hostile.ms),
-            "quiet: " + summary(found.quiet.ms),
+            (
+                "the same rate of GET /api/health from 127.0.0.2: "
+                if "rate" in case.spec
+                else "quiet: "
+            )
+            + summary(found.quiet.ms),
             ratio,
-            "(for contrast)" if case.contrast else "p99 <= 2x quiet",
+            "(for contrast)" if case.contrast else "p99 <= 2x the control's",
             None if case.contrast else met,
             note,
         )

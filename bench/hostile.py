@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,8 +184,15 @@ async def _bodies(
     return written
 
 
-async def _sign_ins(port: int, every_s: float, deadline: float, counts: Counter[str]) -> int:
-    """Sign-ins back to back, or one every `every_s` when that is more than 0."""
+async def _keep_alive(
+    port: int,
+    every_s: float,
+    deadline: float,
+    counts: Counter[str],
+    request: Callable[[], tuple[bytes, bytes]],
+) -> int:
+    """`request()` (head and body) back to back on a keep-alive connection, or one every
+    `every_s` when that is more than 0; a new connection whenever the server closes one."""
     written = 0
     conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     next_at = time.monotonic()
@@ -203,10 +211,9 @@ async def _sign_ins(port: int, every_s: float, deadline: float, counts: Counter[
                     await asyncio.sleep(0.01)
                     continue
             reader, writer = conn
-            email = f"{secrets.token_hex(8)}@example.com"
-            body = json.dumps({"email": email, "password": "not-the-password"}).encode()
+            head, body = request()
             try:
-                writer.write(_head("POST", "/api/session", port, body) + body)
+                writer.write(head + body)
                 written += len(body)
                 status, close = await asyncio.wait_for(read_answer(reader), ANSWER_TIMEOUT_S)
                 counts[str(status)] += 1
@@ -240,7 +247,21 @@ async def flood(
     if kind == "bodies":
         workers = [_bodies(port, path, body_bytes, every_s, deadline, counts) for _ in range(conns)]
     elif kind == "sign-in":
-        workers = [_sign_ins(port, every_s, deadline, counts) for _ in range(conns)]
+
+        def sign_in() -> tuple[bytes, bytes]:
+            email = f"{secrets.token_hex(8)}@example.com"
+            body = json.dumps({"email": email, "password": "not-the-password"}).encode()
+            return _head("POST", "/api/session", port, body), body
+
+        workers = [_keep_alive(port, every_s, deadline, counts, sign_in) for _ in range(conns)]
+    elif kind == "benign":
+        # The control: the same connections at the same rate, asking what the well-behaved
+        # client asks. What a flood costs others beyond it is the flood's hostility.
+        health = _head("GET", HEALTH, port)
+        workers = [
+            _keep_alive(port, every_s, deadline, counts, lambda: (health, b""))
+            for _ in range(conns)
+        ]
     else:
         raise ValueError(f"unknown flood {kind!r}")
     print("started", flush=True)
@@ -378,18 +399,25 @@ def _hostile_phase(
 def phases(
     port: int, pid: int, spec: dict[str, Any], *, rounds: int, seconds: float, warm_up: bool
 ) -> Phases:
-    """Quiet and hostile phases of `seconds`, alternating (ABBA: neither always first), on
-    the server listening on `port` as process `pid`."""
+    """Quiet (or control) and hostile phases of `seconds`, alternating (ABBA: neither always
+    first), on the server listening on `port` as process `pid`."""
     if warm_up:
         asyncio.run(well_behaved(port, 1.0))
     found = Phases()
+    spec = {"conns": CONNS, **spec}
+    # A flood at a rate is compared with the same connections at the same rate asking what
+    # the well-behaved client asks (`benign`): on a 2-core machine any second client costs
+    # the first some scheduling, and that is not the flood's doing. Flat out, with nothing.
+    control = {**spec, "kind": "benign"} if spec.get("rate") else None
     for i in range(rounds):
         for hostile in (False, True) if i % 2 == 0 else (True, False):
             if hostile:
-                spec = {"conns": CONNS, **spec}
                 timed, done = _hostile_phase(port, pid, spec, seconds, found.server_hostile)
                 _extend(found.hostile, timed)
                 found.floods.append(done)
+            elif control is not None:
+                timed, _ = _hostile_phase(port, pid, control, seconds, found.server_quiet)
+                _extend(found.quiet, timed)
             else:
                 before = _snapshot(pid)
                 _extend(found.quiet, asyncio.run(well_behaved(port, seconds)))
