@@ -17,8 +17,9 @@ from hangar.db.base import Base, id_column
 class User(Base):
     """A person's account; one user may belong to several organizations.
 
-    `password_hash` is NULL until the person sets a password through an invitation link (or
-    the operator's `hangar user create`): such an account cannot sign in. `email` is NULL only
+    `password_hash` is NULL until the person sets a password through an invitation link that
+    made the account, the operator's recovery link (`hangar user reset-password`), or the
+    operator's `hangar user create --password`: such an account cannot sign in. `email` is NULL only
     for the placeholder of a pending membership (see the module's docstring), which never
     signs in either; it becomes the person's account if they set their password through the
     invitation, and is deleted if they accept with an account they already have.
