@@ -27,12 +27,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
+from hangar.auth.sessions import COOKIE
 from hangar.db.engine import make_engine
 from hangar.kit.ratelimit import RedisRateLimiter
 from hangar.kit.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
+from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PG_URL, REDIS_URL
 from tests.fixtures.external import API, READS
 from tests.fixtures.factories import Org, aircraft
@@ -102,6 +104,8 @@ async def test_postgresql_cut_mid_run_gives_503s_then_recovers_without_losing_an
     sub_id = await subscribe(services, org, receiver.url())
     work = Dispatcher(proxied_engine, cut_off.clock, sender, cut_off.secret_box)
 
+    token, _ = await session_for(services, org.admin_id)
+    cookie = f"{COOKIE}={token}"
     async with client_for(cut_off) as api:
         assert (await api.get("/api/health")).status_code == 200
         for path in OPERATIONS:
@@ -115,8 +119,11 @@ async def test_postgresql_cut_mid_run_gives_503s_then_recovers_without_losing_an
         for path in OPERATIONS:
             assert_service_unavailable(await api.get(path, headers=org.auth))
         assert_service_unavailable(await api.get(f"{API}/reservations.ics?token={org.key}"))
-        # Management and sign-in are database-bound too: 503, never 500.
-        assert_service_unavailable(await api.get(f"/api/orgs/{org.id}/webhooks"))
+        # Management (for a request with a session cookie: one without is 401 with no database
+        # work) and sign-in are database-bound too: 503, never 500.
+        assert_service_unavailable(
+            await api.get(f"/api/orgs/{org.id}/webhooks", headers={"Cookie": cookie})
+        )
         signing_in = await api.post("/api/session", json={"email": "a@b.example", "password": "x"})
         assert_service_unavailable(signing_in)
         # The dispatcher cannot claim; it fails fast instead of hanging.
