@@ -23,8 +23,8 @@ import orjson
 
 from hangar.http_limits import send_json
 from hangar.kit import cursor
+from hangar.kit.encoding import dumps
 from hangar.kit.ratelimit import API_LIMITS, Limit, RateLimiter
-from hangar.kit.responses import dumps
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -22,14 +22,14 @@ from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
 from hangar.fleet import routes as fleet_routes
 from hangar.http_limits import BodyLimit
 from hangar.keys import routes as key_routes
-from hangar.kit.errors import install_error_handlers
-from hangar.kit.responses import dumps
+from hangar.kit.encoding import dumps
+from hangar.kit.error_handlers import install_error_handlers
 from hangar.kit.services import Services
 from hangar.logs.request_id import RequestId
 from hangar.maintenance import routes as maintenance_routes
-from hangar.metrics import RequestMetrics
 from hangar.orgs import routes as member_routes
 from hangar.process import Worker
+from hangar.request_metrics import RequestMetrics
 from hangar.reservations import routes as reservation_routes
 from hangar.services import build_services
 from hangar.squawks import routes as squawk_routes

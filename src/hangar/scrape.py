@@ -28,7 +28,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import false, func, select
 from starlette.responses import Response
 
-from hangar.kit.errors import NotFound, error_response
+from hangar.kit.error_handlers import error_response
+from hangar.kit.errors import NotFound
 from hangar.kit.routing import bearer, services_of
 from hangar.kit.services import Services
 from hangar.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR

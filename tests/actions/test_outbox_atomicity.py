@@ -12,7 +12,7 @@ from hangar.auth.sessions import SignedIn
 from hangar.fleet import commands as fleet
 from hangar.fleet.models import Aircraft
 from hangar.ids import new_id
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import capabilities_of
 from hangar.webhooks import outbox
 from tests.fixtures.actions import deliveries, names, public, public_one, subscribe, url

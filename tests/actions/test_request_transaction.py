@@ -16,7 +16,7 @@ from starlette.types import Message, Receive, Scope, Send
 from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.kit.services import Services
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.reservations import commands
 from hangar.reservations.models import Reservation
 from hangar.reservations.schemas import ReservationRow

@@ -25,7 +25,7 @@ from hangar.kit.errors import RateLimited, Unauthorized
 from hangar.kit.ratelimit import Limit
 from hangar.kit.routing import before_body, client_of, services_of
 from hangar.kit.services import Services
-from hangar.orgs import access
+from hangar.orgs import actors
 
 # Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
 # costing a hash) is refused after 20, and a guesser working through many accounts gets 100
@@ -48,7 +48,7 @@ class SessionView(TypedDict):
 
     user: UserView
     csrf_token: str
-    memberships: list[access.MembershipView]
+    memberships: list[actors.MembershipView]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Started:
 
 
 async def session_view(conn: AsyncConnection, signed_in: sessions.SignedIn) -> SessionView:
-    orgs = await access.memberships(conn, signed_in.user_id)
+    orgs = await actors.memberships(conn, signed_in.user_id)
     user = UserView(id=str(signed_in.user_id), email=signed_in.email)
     return SessionView(user=user, csrf_token=signed_in.csrf_token, memberships=orgs)
 

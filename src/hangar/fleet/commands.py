@@ -18,7 +18,7 @@ from hangar.fleet.schemas import AircraftRow, MelItemRow
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict, invalid
 from hangar.kit.rows import created, locked, moved, public, referenced, soft_delete
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.webhooks import catalogue, outbox
 
 

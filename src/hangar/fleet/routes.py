@@ -10,7 +10,8 @@ from starlette.responses import Response
 from hangar.fleet import commands
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_id
-from hangar.orgs.access import Actor, acting
+from hangar.orgs.access import acting
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import FLEET_MANAGE
 
 router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False, route_class=JsonRoute)

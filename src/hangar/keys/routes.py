@@ -15,7 +15,8 @@ from hangar.keys.management import API_KEY
 from hangar.keys.service import NewKey, Rotation
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
-from hangar.orgs.access import Actor, acting
+from hangar.orgs.access import acting
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import ORG_SETTINGS
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/api-keys", include_in_schema=False, route_class=JsonRoute)

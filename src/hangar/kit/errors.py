@@ -1,38 +1,17 @@
-"""One error shape for every endpoint: {detail, code}, plus errors[] for validation.
+"""The errors a client is told about: {detail, code}, plus errors[] for validation.
 
 The named errors (`NotFound`, `Conflict`, `Unauthorized`, `Forbidden`, `RateLimited`,
-`Unprocessable`) are `ApiError`s with their status and code decided once; the handlers
-installed by `install_error_handlers` answer them all alike.
+`Unprocessable`) are `ApiError`s with their status and code decided once. They are plain
+exceptions, raised by commands and queries as well as routes: the web framework answers them
+(hangar.kit.error_handlers), and nothing here imports it.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import orjson
 from asyncpg import exceptions as asyncpg_exc
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from sqlalchemy import exc as sa_exc
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
-
-from hangar.metrics import DATABASE_ERRORS, REFUSALS
-
-log = logging.getLogger("hangar")
-
-_HTTP_CODES = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    409: "CONFLICT",
-    413: "REQUEST_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    429: "RATE_LIMITED",
-}
 
 
 class ApiError(Exception):
@@ -112,17 +91,6 @@ def invalid(field: str, message: str) -> ApiError:
     )
 
 
-def error_response(
-    status: int,
-    code: str,
-    detail: str,
-    extra: dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> Response:
-    body = orjson.dumps({"detail": detail, "code": code, **(extra or {})})
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
 # A datastore that cannot be reached (stopped, restarting, network cut, pool exhausted) is
 # a passing condition, not a bug: 503 with the one error shape. Other database errors
 # (integrity, programming) stay 500s, because they are bugs.
@@ -152,87 +120,3 @@ def is_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, UNAVAILABLE):
         return True
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
-
-
-def _message(err: Any) -> Any:
-    # A body that is not JSON: what the parser said (a key named twice, say), not only that.
-    if err.get("type") == "json_invalid" and err.get("ctx", {}).get("error"):
-        return f"the request body is not valid JSON: {err['ctx']['error']}"
-    return err["msg"]
-
-
-def _validation_message(errors: list[dict[str, Any]]) -> str:
-    first = errors[0]
-    where = ".".join(str(p) for p in first["loc"][1:]) or str(first["loc"][0])
-    return f"Invalid {where}: {first['msg']}"
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    api_database_errors = DATABASE_ERRORS.labels("api")
-
-    async def api_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
-        if exc.status in (401, 403, 429):
-            REFUSALS.labels(str(exc.status), exc.code).inc()
-        return error_response(
-            exc.status,
-            exc.code,
-            exc.detail,
-            {"errors": exc.errors} if exc.errors else None,
-            exc.headers or None,
-        )
-
-    async def validation_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        errors = [
-            {"loc": list(err["loc"]), "msg": _strip_prefix(str(_message(err)))}
-            for err in exc.errors()
-        ]
-        detail = _validation_message(errors) if errors else "Invalid request"
-        return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
-
-    async def http_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
-        if exc.status_code == 400:
-            # FastAPI's answer to a body that is not JSON at all: still a validation error.
-            msg = "the request body is not valid JSON"
-            return error_response(
-                422,
-                "VALIDATION_ERROR",
-                f"Invalid body: {msg}",
-                {"errors": [{"loc": ["body"], "msg": msg}]},
-            )
-        code = _HTTP_CODES.get(exc.status_code, "ERROR")
-        detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
-        if exc.status_code == 404:
-            detail = "Not found"
-        return error_response(exc.status_code, code, detail)
-
-    async def unavailable(request: Request, exc: Exception) -> Response:
-        api_database_errors.inc()
-        if not is_unavailable(exc):
-            return await unexpected(request, exc)
-        log.warning(
-            "database unavailable on %s %s: %s", request.method, request.url.path, exc.__class__
-        )
-        return error_response(
-            503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly"
-        )
-
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        # The client gets a code and no trace; the operator gets the trace in the log.
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "INTERNAL_ERROR", "Internal error; it has been logged")
-
-    app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(StarletteHTTPException, http_error)
-    # SQLAlchemy's errors: the unavailable ones are told apart from bugs in `unavailable`.
-    for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
-        app.add_exception_handler(kind, unavailable)
-    app.add_exception_handler(Exception, unexpected)
-
-
-def _strip_prefix(msg: str) -> str:
-    # Pydantic prefixes messages from custom validators with "Value error, ".
-    return msg.removeprefix("Value error, ")

@@ -21,7 +21,7 @@ from hangar.kit.params import AwareDateTime
 from hangar.kit.rows import created, locked, moved, public, referenced
 from hangar.maintenance.models import EventType, MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.maintenance.schemas import MaintenanceLogRow, WorkOrderRow
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.orgs.commands import require_member
 
 FINAL = ("completed", "cancelled")

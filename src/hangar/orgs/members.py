@@ -35,7 +35,7 @@ from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.rows import insert_new
 from hangar.orgs import invitations
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
 from hangar.orgs.schemas import FullMemberRow

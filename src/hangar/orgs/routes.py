@@ -10,7 +10,8 @@ from starlette.responses import Response
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, ServicesDep, Tx, no_content, path_id
 from hangar.orgs import handover, members
-from hangar.orgs.access import Actor, acting
+from hangar.orgs.access import acting
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import MEMBERS_MANAGE
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/members", include_in_schema=False, route_class=JsonRoute)

@@ -22,7 +22,7 @@ from hangar.kit.errors import Conflict, Forbidden
 from hangar.kit.params import AwareDateTime
 from hangar.kit.rows import Record, created, locked, moved, public, referenced
 from hangar.kit.rows import soft_delete as _soft_delete
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
 from hangar.orgs.commands import require_member
 from hangar.reservations.changes import count_change

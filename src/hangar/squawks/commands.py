@@ -17,7 +17,7 @@ from hangar.fleet.models import Aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict
 from hangar.kit.rows import Record, created, locked, moved, public, referenced
-from hangar.orgs.access import Actor
+from hangar.orgs.actors import Actor
 from hangar.squawks.models import Severity, Squawk
 from hangar.squawks.schemas import SquawkRow
 from hangar.webhooks import catalogue, outbox

@@ -1,6 +1,6 @@
 """Who is looking at a settings page, and whether they may: sessions, org scoping, CSRF.
 
-The same decision as the JSON API's (orgs/access.py actor_in and may), presented as pages:
+The same decision as the JSON API's (orgs/actors.py actor_in and may), presented as pages:
 no session is a redirect to /login; an organization the user is not a member of is 404 (its
 existence is not revealed); a member without org.settings gets a refusal page (403). The CSRF token
 travels as a hidden form field instead of a header and is compared in constant time.
@@ -22,8 +22,8 @@ from hangar.auth import sessions
 from hangar.ids import parse_id
 from hangar.kit.routing import ServicesDep
 from hangar.kit.services import Services
-from hangar.orgs import access
-from hangar.orgs.access import MembershipView, actor_in, may
+from hangar.orgs import actors
+from hangar.orgs.actors import MembershipView, actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render
 
@@ -82,7 +82,7 @@ async def viewer_of(request: Request, services: Services) -> Viewer:
         if signed_in is None:
             target = quote(request.url.path, safe="/")
             raise PageExit(redirect(f"/login?next={target}"))
-        orgs = await access.memberships(conn, signed_in.user_id)
+        orgs = await actors.memberships(conn, signed_in.user_id)
     return Viewer(signed_in, orgs)
 
 
@@ -104,7 +104,7 @@ MaybeViewer = Annotated[Viewer | None, Depends(viewer_if_signed_in)]
 
 
 async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Admin:
-    """The JSON API's decision (orgs.access.actor_in and may), presented as pages: the
+    """The JSON API's decision (orgs.actors.actor_in and may), presented as pages: the
     settings screens' dependency for `/settings/{org_id}/...`."""
     viewer = await viewer_of(request, services)
     org_id_parsed = parse_id(org_id)

@@ -17,7 +17,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.ids import new_id
-from hangar.kit.responses import dumps
+from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
 from hangar.webhooks.catalogue import ALL_EVENTS
 from hangar.webhooks.models import Delivery, Event, Subscription

@@ -14,7 +14,8 @@ from starlette.responses import Response
 from hangar.kit.params import Digits
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, ServicesDep, Tx, no_content, path_id
-from hangar.orgs.access import Actor, acting
+from hangar.orgs.access import acting
+from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service
 from hangar.webhooks.delivery_log import DELIVERY

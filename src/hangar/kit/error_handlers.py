@@ -1,0 +1,127 @@
+"""How the web answers errors: every `ApiError` (hangar.kit.errors), FastAPI's validation
+errors, Starlette's HTTP errors, a database that cannot be reached and anything unexpected,
+in the one shape {detail, code}, with errors[] for validation."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from hangar.kit.errors import UNAVAILABLE, ApiError, is_unavailable
+from hangar.metrics import DATABASE_ERRORS, REFUSALS
+
+log = logging.getLogger("hangar")
+
+_HTTP_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "REQUEST_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "RATE_LIMITED",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    detail: str,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    body = orjson.dumps({"detail": detail, "code": code, **(extra or {})})
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def _message(err: Any) -> Any:
+    # A body that is not JSON: what the parser said (a key named twice, say), not only that.
+    if err.get("type") == "json_invalid" and err.get("ctx", {}).get("error"):
+        return f"the request body is not valid JSON: {err['ctx']['error']}"
+    return err["msg"]
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"][1:]) or str(first["loc"][0])
+    return f"Invalid {where}: {first['msg']}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    api_database_errors = DATABASE_ERRORS.labels("api")
+
+    async def api_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        if exc.status in (401, 403, 429):
+            REFUSALS.labels(str(exc.status), exc.code).inc()
+        return error_response(
+            exc.status,
+            exc.code,
+            exc.detail,
+            {"errors": exc.errors} if exc.errors else None,
+            exc.headers or None,
+        )
+
+    async def validation_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {"loc": list(err["loc"]), "msg": _strip_prefix(str(_message(err)))}
+            for err in exc.errors()
+        ]
+        detail = _validation_message(errors) if errors else "Invalid request"
+        return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
+
+    async def http_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:
+            # FastAPI's answer to a body that is not JSON at all: still a validation error.
+            msg = "the request body is not valid JSON"
+            return error_response(
+                422,
+                "VALIDATION_ERROR",
+                f"Invalid body: {msg}",
+                {"errors": [{"loc": ["body"], "msg": msg}]},
+            )
+        code = _HTTP_CODES.get(exc.status_code, "ERROR")
+        detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
+        if exc.status_code == 404:
+            detail = "Not found"
+        return error_response(exc.status_code, code, detail)
+
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        api_database_errors.inc()
+        if not is_unavailable(exc):
+            return await unexpected(request, exc)
+        log.warning(
+            "database unavailable on %s %s: %s", request.method, request.url.path, exc.__class__
+        )
+        return error_response(
+            503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly"
+        )
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # The client gets a code and no trace; the operator gets the trace in the log.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "INTERNAL_ERROR", "Internal error; it has been logged")
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    # SQLAlchemy's errors: the unavailable ones are told apart from bugs in `unavailable`.
+    for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
+        app.add_exception_handler(kind, unavailable)
+    app.add_exception_handler(Exception, unexpected)
+
+
+def _strip_prefix(msg: str) -> str:
+    # Pydantic prefixes messages from custom validators with "Value error, ".
+    return msg.removeprefix("Value error, ")

@@ -1,0 +1,97 @@
+"""Who acts inside an organization, and what they may do: the one membership decision and
+the one capability decision, for the JSON API, the screens and the commands alike. Free of
+the web framework (hangar.orgs.access turns a request into an `Actor`)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TypedDict
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth import sessions
+from hangar.orgs.capabilities import capabilities_of
+from hangar.orgs.models import Membership, Organization, Role
+
+
+@dataclass(frozen=True)
+class Actor:
+    """A signed-in user acting inside one organization."""
+
+    user_id: uuid.UUID
+    org_id: uuid.UUID
+    role_name: str | None
+    capabilities: frozenset[str]
+    session: sessions.SignedIn
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+
+async def actor_in(
+    conn: AsyncConnection, signed_in: sessions.SignedIn, org_id: uuid.UUID
+) -> Actor | None:
+    """The signed-in user as an active member of `org_id`, or None: the one membership
+    decision, for the JSON API (a 404) and the screens (their 404 page) alike."""
+    role = (
+        await conn.execute(
+            select(Role.name)
+            .select_from(Membership)
+            .outerjoin(Role, Role.id == Membership.role_id)
+            .where(
+                Membership.org_id == org_id,
+                Membership.user_id == signed_in.user_id,
+                Membership.deleted_at.is_(None),
+                Membership.status == "active",
+            )
+        )
+    ).first()
+    if role is None:
+        return None
+    return Actor(
+        user_id=signed_in.user_id,
+        org_id=org_id,
+        role_name=role.name,
+        capabilities=frozenset(capabilities_of(role.name)),
+        session=signed_in,
+    )
+
+
+def may(actor: Actor, *required: str) -> bool:
+    """The one capability decision: any one of `required` suffices; none required, any member."""
+    return not required or any(actor.can(c) for c in required)
+
+
+class MembershipView(TypedDict):
+    org_id: str
+    org_name: str
+    role_name: str | None
+    capabilities: list[str]
+
+
+async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[MembershipView]:
+    """The organizations the user may act in: active memberships only (an invitation not yet
+    accepted gives no access)."""
+    rows = await conn.execute(
+        select(Organization.id, Organization.name, Role.name.label("role_name"))
+        .select_from(Membership)
+        .join(Organization, Organization.id == Membership.org_id)
+        .outerjoin(Role, Role.id == Membership.role_id)
+        .where(
+            Membership.user_id == user_id,
+            Membership.deleted_at.is_(None),
+            Membership.status == "active",
+        )
+        .order_by(Organization.name)
+    )
+    return [
+        MembershipView(
+            org_id=str(r.id),
+            org_name=r.name,
+            role_name=r.role_name,
+            capabilities=list(capabilities_of(r.role_name)),
+        )
+        for r in rows
+    ]
