@@ -1,4 +1,10 @@
-"""Alembic environment: runs migrations over the async engine of either database."""
+"""Alembic environment: runs migrations over the async engine of either database.
+
+The migrations are explicit operations and need no model: the environment imports nothing of
+hangar's features (it sits with the database, below them). A caller that compares the models
+with a database (autogenerate) hands their metadata in, as
+`config.attributes["target_metadata"] = hangar.tables.Base.metadata`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from hangar.tables import Base
-
-target_metadata = Base.metadata
+target_metadata = context.config.attributes.get("target_metadata")
 
 
 def _run(connection: Connection) -> None:

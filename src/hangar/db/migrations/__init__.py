@@ -1,0 +1,1 @@
+"""Alembic's scripts, a package so that the import checker reads them too."""

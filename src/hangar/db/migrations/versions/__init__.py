@@ -1,0 +1,1 @@
+"""The migrations, oldest first (Alembic orders them by their revision links)."""
