@@ -24,7 +24,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from hangar.accounts import invitation_service, session_service
-from hangar.auth import sessions
+from hangar.auth import passwords, sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import JsonRoute, Now, ServicesDep, Tx
@@ -36,7 +36,7 @@ router = APIRouter(
 
 
 class NewPassword(RequestBody):
-    password: str = Field(min_length=8, max_length=1024)
+    password: str = Field(min_length=passwords.MIN_LENGTH, max_length=passwords.MAX_LENGTH)
 
 
 def _no_store(response: Response) -> Response:

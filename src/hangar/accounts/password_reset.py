@@ -15,10 +15,10 @@ signed in, as Django's and GitHub's password resets work.
   long enough to reach someone the same day, short enough that a link lying in a mailbox or
   a chat goes stale; Django allows 3 days, GitHub's mailed links 3 hours) and once.
 - One live link per account: a new one replaces the last (which stops working).
-- Using it sets the password (8 to 1024 characters, as everywhere), deletes the link, ends
-  every session of the account (whoever held the old password, or set it up for someone
-  else, is signed out everywhere) and signs the holder in. Memberships are untouched: the
-  account keeps exactly the organizations it had.
+- Using it sets the password (the one rule of hangar.auth.passwords: 8 to 1024
+  characters), deletes the link, ends every session of the account (whoever held the old
+  password, or set it up for someone else, is signed out everywhere) and signs the holder
+  in. Memberships are untouched: the account keeps exactly the organizations it had.
 - Every unusable link (unknown, expired, used, replaced) answers the same 404.
 
 Callers own the transaction of `issue`; `choose_password` runs its own (argon2 runs between

@@ -13,7 +13,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from hangar.accounts import session_service
-from hangar.auth import sessions
+from hangar.auth import passwords, sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import JsonRoute, ServicesDep, Tx, client_of
@@ -24,7 +24,7 @@ router = APIRouter(include_in_schema=False, route_class=JsonRoute)
 
 class Credentials(RequestBody):
     email: str = Field(min_length=3, max_length=320)
-    password: str = Field(min_length=1, max_length=1024)
+    password: str = Field(min_length=1, max_length=passwords.MAX_LENGTH)
 
 
 @router.post("/api/session", dependencies=[Depends(session_service.address_budget_left)])

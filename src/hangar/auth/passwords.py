@@ -30,6 +30,13 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from hangar.kit.errors import RateLimited
 
 _hasher = PasswordHasher()
+
+# The one password rule, wherever a password is chosen (an invitation's link, a reset link,
+# `hangar user create --password`): long enough to resist guessing at the hash's cost, short
+# enough that hashing it costs what any other does. Signing in accepts any length up to the
+# maximum, so an older, shorter password still works.
+MIN_LENGTH = 8
+MAX_LENGTH = 1024
 _T = TypeVar("_T")
 
 # One at a time: each hash already spreads over 4 lanes, and a flying club's sign-ins come

@@ -17,6 +17,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts import password_reset
+from hangar.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from hangar.cli.common import (
     OrgOption,
     check_role,
@@ -105,8 +106,8 @@ def user_create(
     """
     org_id = parse_org(org)
     check_role(role)
-    if password is not None and len(password) < 8:
-        fail("--password must be at least 8 characters")
+    if password is not None and not MIN_LENGTH <= len(password) <= MAX_LENGTH:
+        fail(f"--password must be {MIN_LENGTH} to {MAX_LENGTH} characters")
     current = migrated_settings()
     person = Contact(email, first_name, last_name, phone)
 

@@ -18,7 +18,7 @@ from fastapi import Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, Response
 
-from hangar.auth import sessions
+from hangar.auth import passwords, sessions
 from hangar.ids import parse_id
 from hangar.kit.routing import ServicesDep
 from hangar.kit.services import Services
@@ -221,3 +221,17 @@ def text(form: FormData, name: str) -> str:
 
 def texts(form: FormData, name: str) -> list[str]:
     return [v for v in form.getlist(name) if isinstance(v, str)]
+
+
+def chosen_password(form: FormData) -> tuple[str, str | None]:
+    """The password a person chose on an invitation's or a reset link's page (typed twice),
+    and what is wrong with it in words, or None: the one password rule
+    (hangar.auth.passwords)."""
+    password, repeated = text(form, "password"), text(form, "password_again")
+    if not passwords.MIN_LENGTH <= len(password) <= passwords.MAX_LENGTH:
+        return password, (
+            f"Choose a password of {passwords.MIN_LENGTH} to {passwords.MAX_LENGTH} characters."
+        )
+    if password != repeated:
+        return password, "The two passwords differ. Type the same password twice."
+    return password, None

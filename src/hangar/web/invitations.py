@@ -30,15 +30,13 @@ from hangar.kit.errors import ApiError
 from hangar.kit.routing import Now, ServicesDep, Tx
 from hangar.kit.services import Services
 from hangar.orgs import invitations
-from hangar.web.access import DoubleSubmit, checked_form, text
+from hangar.web.access import DoubleSubmit, checked_form, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
 INVITE_CSRF_COOKIE = "hangar_invite_csrf"
 PASSWORD_FORM = DoubleSubmit(INVITE_CSRF_COOKIE, "/invitations")
-MIN_PASSWORD = 8
-MAX_PASSWORD = 1024
 
 
 def _gone(request: Request) -> PageExit:
@@ -131,11 +129,9 @@ async def choose_password_form(
 
     if not PASSWORD_FORM.holds(request, form):
         return again(403, "The form had expired. Please choose your password again.")
-    password, repeated = text(form, "password"), text(form, "password_again")
-    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        return again(422, f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters.")
-    if password != repeated:
-        return again(422, "The two passwords differ. Type the same password twice.")
+    password, problem = chosen_password(form)
+    if problem is not None:
+        return again(422, problem)
     try:
         new = await invitation_service.choose_password(services, token, password)
     except invitations.AccountExists as exists:

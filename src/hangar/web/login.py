@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts.session_service import set_session_cookie, sign_in_or_refuse, sign_out
-from hangar.auth import sessions
+from hangar.auth import passwords, sessions
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import ServicesDep, Tx, client_of
 from hangar.kit.services import Services
@@ -74,7 +74,7 @@ async def login(request: Request, services: ServicesDep) -> Response:
         )
     email = text(form, "email").strip().lower()
     password = text(form, "password")
-    if not email or not password or len(email) > 320 or len(password) > 1024:
+    if not email or not password or len(email) > 320 or len(password) > passwords.MAX_LENGTH:
         error = "Enter your email and password."
         return _form(request, services, status=422, error=error, email=email)
     try:

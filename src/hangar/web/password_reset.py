@@ -17,14 +17,12 @@ from hangar.accounts.session_service import set_session_cookie
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import ServicesDep
 from hangar.kit.services import Services
-from hangar.web.access import DoubleSubmit, text
+from hangar.web.access import DoubleSubmit, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 
 RESET_FORM = DoubleSubmit("hangar_reset_csrf", password_reset.PATH.rstrip("/"))
-MIN_PASSWORD = 8
-MAX_PASSWORD = 1024
 
 
 def _gone(request: Request) -> PageExit:
@@ -86,11 +84,9 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
 
     if not RESET_FORM.holds(request, form):
         return again(403, "The form had expired. Please choose your password again.")
-    password, repeated = text(form, "password"), text(form, "password_again")
-    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        return again(422, f"Choose a password of {MIN_PASSWORD} to {MAX_PASSWORD} characters.")
-    if password != repeated:
-        return again(422, "The two passwords differ. Type the same password twice.")
+    password, problem = chosen_password(form)
+    if problem is not None:
+        return again(422, problem)
     try:
         new = await password_reset.choose_password(services, token, password)
     except ApiError as refused:
