@@ -22,7 +22,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from hangar.db.base import Base, id_column
 
 ROLE_NAMES = ("admin", "instructor", "mechanic", "member")
-MEMBER_STATUSES = ("active", "inactive", "pending")
 
 
 class Organization(Base):
