@@ -179,6 +179,15 @@ class BodyLimit:
         if declared is not None and declared > cap:
             await send_json(send, 413, _too_large(cap), close=True)
             return
+        if declared is None and scope["path"] in SIGN_IN_PATHS:
+            # Anyone may post here. A body of unknown length (chunked) is read to its end, at
+            # most the cap, before the app runs: a flood of oversized ones is refused as
+            # cheaply as declared ones, without routing, dependencies or a limiter lookup.
+            body = await _read_within(receive, cap)
+            if body is None:
+                await send_json(send, 413, _too_large(cap), close=True)
+                return
+            receive = _replayed(body, receive)
 
         received = 0
         refused = False
@@ -211,6 +220,33 @@ class BodyLimit:
                 raise
         if refused and not started:
             await send_json(send, 413, _too_large(cap), close=True)
+
+
+async def _read_within(receive: Receive, cap: int) -> bytes | None:
+    """The whole body, or None once it passes `cap` bytes (or the client went away)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        part = message.get("body", b"")
+        size += len(part)
+        if size > cap:
+            return None
+        parts.append(part)
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the body already read, whole, then whatever comes next."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

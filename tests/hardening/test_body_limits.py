@@ -124,6 +124,30 @@ async def test_a_body_of_unknown_length_is_cut_off_at_the_cap_and_the_app_answer
     assert receives == DEFAULT_BODY_BYTES // len(chunk) + 1  # not one receive past the cap
 
 
+async def test_a_sign_in_body_of_unknown_length_over_the_cap_never_reaches_the_app() -> None:
+    # Anyone may post to sign in: a chunked body is read to its end (at most the cap) before
+    # the app runs, so an oversized one costs no routing at all.
+    app = Recorder()
+    scope = http_scope("/api/session", [(b"transfer-encoding", b"chunked")])
+    chunk = b"x" * 16384
+
+    sent, receives = await run(BodyLimit(app), scope, [chunk] * 100)
+
+    assert_413(sent, SIGN_IN_BODY_BYTES)
+    assert not app.ran
+    assert receives == SIGN_IN_BODY_BYTES // len(chunk) + 1
+
+
+async def test_a_sign_in_body_of_unknown_length_within_the_cap_reaches_the_app_whole() -> None:
+    app = Recorder()
+    scope = http_scope("/api/session", [(b"transfer-encoding", b"chunked")])
+
+    sent, _ = await run(BodyLimit(app), scope, [b'{"email": ', b'"a@b.example"}'])
+
+    assert sent[0]["status"] == 200
+    assert app.body == b'{"email": "a@b.example"}'
+
+
 @pytest.mark.parametrize(
     "headers",
     [
