@@ -141,6 +141,11 @@ async def topology(
             "HANGAR_METRICS_TOKEN": METRICS_TOKEN,
             "HANGAR_LOG_FORMAT": "json",
             "HANGAR_DELIVERY_RETENTION_DAYS": "30",
+            # nginx, on loopback, names each client's address (the sign-in test's two).
+            "HANGAR_TRUSTED_PROXIES": "127.0.0.1",
+            # No mail here: links are handed over.
+            "HANGAR_SMTP_URL": "",
+            "HANGAR_MAIL_FROM": "",
         }
     )
     settings = Settings(database_url=database_url, secret_key=SECRET, public_url=base)
