@@ -111,8 +111,9 @@ Check = Callable[[Request], Awaitable[Any]]
 
 def before_body(check: Check) -> Check:
     """Marks a dependency that `JsonRoute` runs before the request's body is read: who is
-    calling. It takes the request alone, and keeps what it found in `request.state` for when
-    FastAPI calls it again as a dependency."""
+    calling, or whether they may call at all. It takes the request alone; FastAPI calls it
+    again as a dependency, so one that looks something up keeps it in `request.state`
+    (orgs.access.current_session), and one that only refuses is cheap to run twice."""
     setattr(check, _BEFORE_BODY, True)
     return check
 
