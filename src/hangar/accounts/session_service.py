@@ -89,10 +89,14 @@ async def _refuse_if_spent(services: Services, budgets: tuple[Budget, ...], now:
 @before_body
 async def address_budget_left(request: Request) -> None:
     """429 for a client address whose failed sign-ins are spent, before its body is read or
-    parsed: the flood it refuses costs a limiter lookup per request (bench G12c)."""
+    parsed: the flood it refuses costs a limiter lookup per request (bench G12c). Looked up
+    once: FastAPI's own call of it, after the body, finds it done."""
+    if getattr(request.state, "sign_in_address_checked", False):
+        return
     services = services_of(request)
     budget = _address_budget(client_of(request))
     await _refuse_if_spent(services, (budget,), services.clock.now())
+    request.state.sign_in_address_checked = True
 
 
 async def sign_in_or_refuse(services: Services, email: str, password: str, address: str) -> Started:

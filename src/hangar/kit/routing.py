@@ -112,8 +112,8 @@ Check = Callable[[Request], Awaitable[Any]]
 def before_body(check: Check) -> Check:
     """Marks a dependency that `JsonRoute` runs before the request's body is read: who is
     calling, or whether they may call at all. It takes the request alone; FastAPI calls it
-    again as a dependency, so one that looks something up keeps it in `request.state`
-    (orgs.access.current_session), and one that only refuses is cheap to run twice."""
+    again as a dependency, so it keeps what it found (or that it passed) in `request.state`
+    and the second call looks nothing up again."""
     setattr(check, _BEFORE_BODY, True)
     return check
 

@@ -18,6 +18,7 @@ from fastapi import Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, Response
 
+from hangar.accounts.session_service import set_session_cookie
 from hangar.auth import passwords, sessions
 from hangar.ids import parse_id
 from hangar.kit.routing import ServicesDep
@@ -208,6 +209,15 @@ class DoubleSubmit:
 
     def clear(self, response: Response) -> None:
         response.delete_cookie(self.cookie, path=self.path)
+
+    def signed_in(self, services: Services, session_token: str, target: str) -> Response:
+        """The answer to this form once it has started a session: to `target`, with the
+        session cookie, and this form's guard cookie gone (sign-in, an invitation's or a
+        reset link's password)."""
+        response = redirect(target)
+        set_session_cookie(response, services, session_token)
+        self.clear(response)
+        return response
 
     @staticmethod
     def new_token() -> str:

@@ -24,7 +24,6 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from hangar.accounts import invitation_service
-from hangar.accounts.session_service import set_session_cookie
 from hangar.auth import sessions
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import Now, ServicesDep, Tx
@@ -151,10 +150,7 @@ async def choose_password_form(
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise
         raise _gone(request) from refused  # used or removed since the page was opened
-    response = redirect("/settings")
-    set_session_cookie(response, services, new.token)
-    PASSWORD_FORM.clear(response)
-    return response
+    return PASSWORD_FORM.signed_in(services, new.token, "/settings")
 
 
 @router.post("/invitations/{token}/accept")

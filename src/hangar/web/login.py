@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts.session_service import set_session_cookie, sign_in_or_refuse, sign_out
+from hangar.accounts.session_service import sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import ServicesDep, Tx, client_of
@@ -86,10 +86,7 @@ async def login(request: Request, services: ServicesDep) -> Response:
         page = _form(request, services, status=refusal.status, error=error, email=email)
         page.headers.update(refusal.headers)
         return page
-    response = redirect(_next(text(form, "next")))
-    set_session_cookie(response, services, new.token)
-    LOGIN_FORM.clear(response)
-    return response
+    return LOGIN_FORM.signed_in(services, new.token, _next(text(form, "next")))
 
 
 @router.post("/logout")

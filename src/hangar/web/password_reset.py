@@ -13,12 +13,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts import password_reset
-from hangar.accounts.session_service import set_session_cookie
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import ServicesDep
 from hangar.kit.services import Services
 from hangar.web.access import DoubleSubmit, chosen_password
-from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
+from hangar.web.pages import PageExit, PageRoute, error_page, render
 
 router = APIRouter(route_class=PageRoute)
 
@@ -93,7 +92,4 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise
         raise _gone(request) from refused  # used or replaced since the page was opened
-    response = redirect("/settings")
-    set_session_cookie(response, services, new.token)
-    RESET_FORM.clear(response)
-    return response
+    return RESET_FORM.signed_in(services, new.token, "/settings")
