@@ -320,7 +320,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
 
     from bench import webhooks
     from bench.setup import SECRET, hangar, hangar_env, vacuum_queue
-    from hangar.config import Settings
+    from hangar.foundation.config import Settings
     from hangar.webhooks.queue import MAX_IN_FLIGHT
 
     hangar(hangar_env(database_url, None), "db", "upgrade")
@@ -480,8 +480,8 @@ def history_rows(run: Runner, pg_url: str, *, quick: bool) -> None:
 
     from bench import history, webhooks
     from bench.setup import SECRET, create_pg_database, hangar, hangar_env
-    from hangar.config import Settings
-    from hangar.services import build_services
+    from hangar.foundation.config import Settings
+    from hangar.wiring.container import build_services
 
     size = 50_000 if quick else 5_000_000
     history_url = pg_url + "_history"

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from hangar.http_limits import send_json
+from hangar.http.limits import send_json
 from hangar.kit import cursor
 from hangar.kit.encoding import dumps
 from hangar.kit.ratelimit import API_LIMITS, Limit, RateLimiter

@@ -21,7 +21,7 @@ import asyncpg
 SUBSCRIPTIONS = 2  # of the history's organization: one event, two deliveries
 CHUNK = 200_000  # deliveries per INSERT statement
 
-# A time-ordered UUID (version 7) for a timestamp, as hangar.ids.new_id makes them.
+# A time-ordered UUID (version 7) for a timestamp, as hangar.foundation.ids.new_id makes them.
 _V7 = """
 CREATE OR REPLACE FUNCTION pg_temp.v7(ts timestamptz) RETURNS uuid LANGUAGE sql AS $$
   SELECT (lpad(to_hex((extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7'

@@ -1,5 +1,5 @@
 """The servers the benchmarks load, each one process, run by uvicorn the way `hangar serve`
-runs (hangar.serving.uvicorn_options: uvloop, hangar's bounded httptools protocol, the same
+runs (hangar.http.server.uvicorn_options: uvloop, hangar's bounded httptools protocol, the same
 limits), with settings from the HANGAR_* variables; the bare baseline on uvicorn as it comes.
 
     python -m bench.server full     --port P   # hangar's app; rate limits that never fill
@@ -22,10 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from hangar.auth.apikey import KeyAuthenticator, KeyContext
-from hangar.config import Settings, load_settings
 from hangar.db.engine import ReadConnection
+from hangar.foundation.config import Settings, load_settings
 from hangar.kit.ratelimit import Limit, RateLimiter
-from hangar.services import build_services
+from hangar.wiring.container import build_services
 
 ROOMY = 10**12
 
@@ -86,8 +86,8 @@ def build_app(mode: str, settings: Settings) -> Any:
 
 def build_baseline(settings: Settings, limiter: RateLimiter, *, bypass_keys: bool = False) -> Any:
     from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
-    from hangar.config import sqlite_path
-    from hangar.crypto import derive_key
+    from hangar.foundation.config import sqlite_path
+    from hangar.foundation.crypto import derive_key
 
     path = sqlite_path(settings.database_url)
     db: Database = (
@@ -106,8 +106,8 @@ def main() -> None:
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
+    from hangar.http.server import uvicorn_options
     from hangar.logs import formats
-    from hangar.serving import uvicorn_options
 
     settings = load_settings()
     app = build_app(args.mode, settings)

@@ -29,19 +29,19 @@ import trustme
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.config import Settings
-from hangar.ids import new_id
+from hangar.foundation.config import Settings
+from hangar.foundation.ids import new_id
+from hangar.kit.container import Services
 from hangar.kit.resolver import IPAddress
 from hangar.kit.rows import insert_new
-from hangar.kit.services import Services
 from hangar.orgs.commands import create_org
-from hangar.process import Worker
-from hangar.services import build_services
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.outbox import pending_delivery, record, serialize, wake_dispatchers
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
+from hangar.wiring.container import build_services
+from hangar.wiring.worker import Worker
 
 HOST = "receiver.example.com"  # resolved by the injected resolver only
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -659,7 +659,7 @@ async def worker_memory(
 async def _worker_main(ca_file: str) -> None:
     """`hangar worker` (hangar.cli.worker.worker), with the sender reaching the loopback receiver
     through the injected resolver and address rule."""
-    from hangar.config import load_settings
+    from hangar.foundation.config import load_settings
 
     services = build_services(load_settings())
     client_ssl = ssl.create_default_context(cafile=ca_file)

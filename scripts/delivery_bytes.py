@@ -35,11 +35,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from scripts.scratch import scratch_database  # noqa: E402
 
-from hangar.crypto import SecretBox  # noqa: E402
 from hangar.db.engine import make_engine  # noqa: E402
 from hangar.db.migrate import upgrade_async  # noqa: E402
-from hangar.ids import new_id  # noqa: E402
-from hangar.kit.services import WEBHOOK_SECRETS  # noqa: E402
+from hangar.foundation.crypto import SecretBox  # noqa: E402
+from hangar.foundation.ids import new_id  # noqa: E402
+from hangar.kit.container import WEBHOOK_SECRETS  # noqa: E402
 from hangar.orgs.commands import create_org  # noqa: E402
 from hangar.webhooks import catalogue, outbox, signing  # noqa: E402
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription  # noqa: E402

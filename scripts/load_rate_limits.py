@@ -32,9 +32,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from scripts.scratch import scratch_database, two_servers  # noqa: E402
 
-from hangar.clock import SystemClock  # noqa: E402
 from hangar.db.engine import make_engine  # noqa: E402
 from hangar.db.migrate import upgrade_async  # noqa: E402
+from hangar.foundation.clock import SystemClock  # noqa: E402
 from hangar.keys.issuing import issue_key  # noqa: E402
 from hangar.orgs.commands import create_org  # noqa: E402
 

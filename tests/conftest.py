@@ -14,12 +14,12 @@ from scripts.scratch import scratch_database
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
-from hangar.config import Settings
-from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
+from hangar.foundation.config import Settings
+from hangar.foundation.crypto import derive_key
+from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
-from hangar.kit.services import Services
 from tests.fixtures.clients import role_client, signed_in_client
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org

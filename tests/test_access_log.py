@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from hangar.access_log import decoded, log_config, redact
-from hangar.config import LogFormat
+from hangar.foundation.config import LogFormat
+from hangar.http.access_log import decoded, log_config, redact
 from hangar.logs import formats
 from tests.fixtures.logs import kept_logging
 

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import make_engine
 from hangar.db.migrate import alembic_config, upgrade_async
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 # The tables as revision 0004 has them: names and phone on the account.

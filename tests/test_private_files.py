@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from hangar.config import load_settings
 from hangar.db.engine import make_engine
+from hangar.foundation.config import load_settings
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
-from hangar.tables import Base
+from hangar.wiring.tables import Base
 
 # The public read path's newest-first indexes: partial and ordered (DESC, NULLS LAST on
 # PostgreSQL), which the models do not describe, so only the migrations create them

@@ -8,8 +8,8 @@ import hmac
 
 from cryptography.fernet import Fernet
 
-from hangar.crypto import SecretBox
-from hangar.kit.services import WEBHOOK_SECRETS
+from hangar.foundation.crypto import SecretBox
+from hangar.kit.container import WEBHOOK_SECRETS
 
 
 def test_a_secret_sealed_the_way_stored_secrets_were_sealed_opens() -> None:

@@ -21,7 +21,7 @@ from scripts.smoke_installed import build_wheel
 
 from hangar import __version__
 from hangar.app import create_app
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from tests.fixtures.routes import app_routes
 
 
@@ -82,7 +82,7 @@ import asyncio, json, sys
 import httpx
 import hangar
 from hangar.app import create_app
-from hangar.config import Settings
+from hangar.foundation.config import Settings
 from hangar.db.migrate import upgrade
 
 url = sys.argv[1]

@@ -10,31 +10,32 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp
 
-from hangar import health, scrape, web
+from hangar import web
 from hangar.accounts import invitation_routes, session_routes
 from hangar.auth.apikey import KeyAuthenticator
-from hangar.client_address import ClientAddress
-from hangar.config import Settings, load_settings
 from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
 from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
 from hangar.fleet import routes as fleet_routes
-from hangar.http_limits import BodyLimit
+from hangar.foundation.config import Settings, load_settings
+from hangar.http import health, metrics_endpoint
+from hangar.http.client_address import ClientAddress
+from hangar.http.limits import BodyLimit
+from hangar.http.request_metrics import RequestMetrics
 from hangar.keys import routes as key_routes
+from hangar.kit.container import Services
 from hangar.kit.encoding import dumps
 from hangar.kit.error_handlers import install_error_handlers
-from hangar.kit.services import Services
 from hangar.logs.request_id import RequestId
 from hangar.maintenance import routes as maintenance_routes
 from hangar.orgs import routes as member_routes
-from hangar.process import Worker
-from hangar.request_metrics import RequestMetrics
 from hangar.reservations import routes as reservation_routes
-from hangar.services import build_services
 from hangar.squawks import routes as squawk_routes
 from hangar.webhooks import routes as webhook_routes
 from hangar.webhooks.sender import Sender
+from hangar.wiring.container import build_services
+from hangar.wiring.worker import Worker
 
 
 class _App(FastAPI):
@@ -87,16 +88,16 @@ def create_app(
         openapi_url=None,
         lifespan=lifespan,
     )
-    # Each route's body cap (hangar.http_limits), answered before the body is read.
+    # Each route's body cap (hangar.http.limits), answered before the body is read.
     app.add_middleware(BodyLimit)
     # Outermost: every answer is counted, BodyLimit's 413s too (as `unmatched`: no route yet).
-    app.add_middleware(RequestMetrics, skip=(scrape.PATH,))
+    app.add_middleware(RequestMetrics, skip=(metrics_endpoint.PATH,))
     app.state.services = services
     app.state.worker = None
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)
     app.include_router(health.router)
-    app.include_router(scrape.router)  # GET /metrics, when HANGAR_METRICS_TOKEN is set
+    app.include_router(metrics_endpoint.router)  # GET /metrics, when HANGAR_METRICS_TOKEN is set
     app.include_router(external.router)
     app.include_router(session_routes.router)
     app.include_router(invitation_routes.router)

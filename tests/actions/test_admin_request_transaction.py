@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.auth.models import ApiKey
 from hangar.keys import routes as key_routes
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.web import keys as key_screens
 from hangar.web import webhooks as webhook_screens
 from hangar.webhooks import routes as webhook_routes

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.orgs.models import Invitation, Membership, Role
 from tests.fixtures.actions import assert_invalid, public, url, user_id
 from tests.fixtures.clients import signed_in_client

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.auth.sessions import SignedIn
 from hangar.fleet import commands as fleet
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import capabilities_of
 from hangar.webhooks import outbox

@@ -15,7 +15,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from hangar.app import create_app
 from hangar.auth import sessions
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.orgs.actors import Actor
 from hangar.reservations import commands
 from hangar.reservations.models import Reservation

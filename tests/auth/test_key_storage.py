@@ -14,8 +14,8 @@ from hangar.app import create_app
 from hangar.auth.key_format import generate_key, hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.keys.issuing import issue_key
+from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
-from hangar.kit.services import Services
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
 

@@ -12,8 +12,8 @@ import pytest
 from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
 from bench.server import RoomyLimiter
 
-from hangar.config import sqlite_path
-from hangar.kit.services import Services
+from hangar.foundation.config import sqlite_path
+from hangar.kit.container import Services
 from hangar.reservations.models import Reservation
 from tests.fixtures.factories import T0, Org, aircraft
 

@@ -23,7 +23,7 @@ from hangar.auth.key_format import FULL_WITHOUT_MEMBERS, SCOPES
 from hangar.auth.models import ApiKey
 from hangar.db.migrate import alembic_config
 from hangar.fleet.models import Aircraft, MelItem
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.keys.issuing import issue_key
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Role

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hangar.cli.serve import run_server
-from hangar.config import DEFAULT_TRUSTED_PROXIES, Settings
-from hangar.serving import Server, exposure_warning
+from hangar.foundation.config import DEFAULT_TRUSTED_PROXIES, Settings
+from hangar.http.server import Server, exposure_warning
 from tests.fixtures.environment import SECRET
 from tests.fixtures.logs import kept_logging
 

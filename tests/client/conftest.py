@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar_client import AsyncClient
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from hangar.auth.models import ApiKey
 from hangar.db.engine import make_engine
+from hangar.kit.container import Services
 from hangar.kit.ratelimit import API_LIMITS
-from hangar.kit.services import Services
 from hangar_client import RateLimited, RetryPolicy, ServiceUnavailable
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START

@@ -28,8 +28,8 @@ import pytest
 from hangar.app import create_app
 from hangar.external import calendar
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
-from hangar.kit.services import Services
+from hangar.foundation.ids import new_id
+from hangar.kit.container import Services
 from hangar.reservations.models import Reservation
 from tests.fixtures.factories import T0, Org, write_rows
 from tests.fixtures.fakes import FakeClock

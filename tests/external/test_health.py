@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.app import create_app
 from hangar.db.engine import make_engine
 from hangar.db.migrate import code_revisions, upgrade_async
-from hangar.health import readiness
-from hangar.kit.services import Services
+from hangar.http.health import readiness
+from hangar.kit.container import Services
 from tests.fixtures.environment import REDIS_URL
 
 URL = "/api/health"

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.maintenance.models import MaintenanceLog
 from tests.fixtures.external import listed
 from tests.fixtures.factories import T0, Org

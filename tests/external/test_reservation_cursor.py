@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.kit import cursor
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.reservations.models import Reservation
 from tests.fixtures.factories import T0, Org, make_org, write_rows
 from tests.fixtures.fakes import FakeClock

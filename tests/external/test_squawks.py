@@ -7,7 +7,7 @@ from datetime import timedelta
 import httpx
 
 from hangar.fleet.models import Aircraft
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.squawks.models import Squawk
 from tests.fixtures.external import listed
 from tests.fixtures.factories import T0, Org

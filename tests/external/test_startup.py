@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 from hangar.app import create_app
-from hangar.config import Settings
+from hangar.foundation.config import Settings
 
 
 async def test_what_exists_at_startup_is_frozen_out_of_full_collections(

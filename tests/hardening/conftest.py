@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from tests.fixtures.clients import signed_in_as
 from tests.fixtures.factories import Org
 from tests.fixtures.network import Listener, Tripwire

@@ -1,4 +1,4 @@
-"""Request bodies are capped per route (hangar.http_limits.BodyLimit), before the app reads
+"""Request bodies are capped per route (hangar.http.limits.BodyLimit), before the app reads
 them; the largest valid body of each capped route still passes.
 
 The memory and latency side, against a real server, is in test_http_bounds.py.
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
-from hangar.http_limits import (
+from hangar.http.limits import (
     DEFAULT_BODY_BYTES,
     MAINTENANCE_LOG_BODY_BYTES,
     SIGN_IN_BODY_BYTES,

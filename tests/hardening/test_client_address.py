@@ -1,4 +1,4 @@
-"""The client's address behind trusted proxies (hangar.client_address, HANGAR_TRUSTED_PROXIES):
+"""The client's address behind trusted proxies (hangar.http.client_address, HANGAR_TRUSTED_PROXIES):
 a proxy's header is believed only as far as trusted hops vouch for it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import ipaddress
 
 import pytest
 
-from hangar.client_address import client_address
-from hangar.config import ConfigError, trusted_proxies
+from hangar.foundation.config import ConfigError, trusted_proxies
+from hangar.http.client_address import client_address
 
 LOOPBACK = (ipaddress.ip_network("127.0.0.1/32"),)
 TWO_HOPS = (ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("10.0.0.0/8"))

@@ -29,8 +29,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
 from hangar.db.engine import make_engine
+from hangar.kit.container import Services
 from hangar.kit.ratelimit import RedisRateLimiter
-from hangar.kit.services import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender

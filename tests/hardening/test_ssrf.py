@@ -18,7 +18,7 @@ import pytest
 import trustme
 from sqlalchemy import select
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import MAX_ATTEMPTS, RETRY_WAITS, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery

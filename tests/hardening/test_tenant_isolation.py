@@ -18,7 +18,7 @@ import pytest
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk

@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy import update
 
 from hangar.auth.models import User
+from hangar.kit.container import Services
 from hangar.kit.errors import Conflict
-from hangar.kit.services import Services
 from hangar.orgs.members import Contact, add_member
 from hangar.seed.demo import ADMIN_EMAIL, prepare_demo
 from tests.fixtures.actions import public

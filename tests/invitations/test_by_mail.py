@@ -11,8 +11,8 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from hangar.config import Settings
-from hangar.kit.services import Services
+from hangar.foundation.config import Settings
+from hangar.kit.container import Services
 from tests.fixtures.actions import public
 from tests.fixtures.factories import Org
 from tests.fixtures.invites import browser, held, org_ids, set_password

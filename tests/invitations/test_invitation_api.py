@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 
 from hangar.accounts import password_reset
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.models import Invitation, Membership

@@ -24,13 +24,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
 from hangar.fleet.models import Aircraft, MelItem
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.jobs import scheduler
 from hangar.jobs.models import JobTick
 from hangar.jobs.scheduler import Done, JobRun
-from hangar.kit.services import Services
-from hangar.process import JOBS
+from hangar.kit.container import Services
 from hangar.webhooks import outbox
+from hangar.wiring.worker import JOBS
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock
 

@@ -16,7 +16,7 @@ import pytest
 import trustme
 from uvicorn.config import LOGGING_CONFIG
 
-from hangar.config import ConfigError, load_settings
+from hangar.foundation.config import ConfigError, load_settings
 from tests.fixtures.logs import captured_logs
 from tests.fixtures.serve_process import serve_process
 from tests.fixtures.subprocesses import eventually

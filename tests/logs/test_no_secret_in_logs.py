@@ -16,7 +16,7 @@ from fastapi import Request
 
 from hangar.app import create_app
 from hangar.auth import sessions
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.sender import Sender
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PASSWORD

@@ -8,9 +8,9 @@ import re
 import httpx
 import pytest
 
-from hangar.access_log import current_request
 from hangar.app import create_app
-from hangar.kit.services import Services
+from hangar.http.access_log import current_request
+from hangar.kit.container import Services
 from hangar.logs.request_id import MAX_LENGTH
 
 NEW_ID = re.compile(r"[0-9a-f]{32}")

@@ -1,4 +1,4 @@
-"""hangar.mail against a real SMTP conversation on loopback (tests/fixtures/smtp.py): one
+"""hangar.foundation.mail against a real SMTP conversation on loopback (tests/fixtures/smtp.py): one
 recipient, the address given; STARTTLS whenever offered, and never a password in clear;
 smtps from the first byte; every failure a NotSent that names neither the recipient nor the
 server's credentials."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.mail import Mail, Mailer, NotSent, is_one_address
+from hangar.foundation.mail import Mail, Mailer, NotSent, is_one_address
 from tests.fixtures.factories import T0
 from tests.fixtures.smtp import mail_server, tls_contexts
 from tests.fixtures.subprocesses import free_port

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.config import ConfigError, load_settings
+from hangar.foundation.config import ConfigError, load_settings
 
 FROM = "Hangar <hangar@example.org>"
 

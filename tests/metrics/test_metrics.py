@@ -17,8 +17,8 @@ from sqlalchemy import update
 from hangar.app import create_app
 from hangar.db.engine import make_engine
 from hangar.jobs.scheduler import Done, JobRun, run_tick
+from hangar.kit.container import Services
 from hangar.kit.ratelimit import RedisRateLimiter
-from hangar.kit.services import Services
 from hangar.webhooks import catalogue
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.queue import MAX_IN_FLIGHT

@@ -13,7 +13,7 @@ import pytest
 import trustme
 
 from hangar.cli.processes import environment
-from hangar.config import ConfigError, Settings, load_settings
+from hangar.foundation.config import ConfigError, Settings, load_settings
 from tests.fixtures.deploy import (
     DEPLOY,
     NGINX,

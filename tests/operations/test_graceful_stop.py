@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from hangar.auth import sessions
 from hangar.fleet.models import Aircraft
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender
 from tests.fixtures.clients import session_for

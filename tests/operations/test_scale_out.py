@@ -39,12 +39,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.accounts.session_service import ADDRESS_LIMITS
 from hangar.auth import sessions
-from hangar.clock import SystemClock
-from hangar.config import Settings
 from hangar.fleet.models import Aircraft
-from hangar.services import build_services
+from hangar.foundation.clock import SystemClock
+from hangar.foundation.config import Settings
 from hangar.squawks.models import Squawk
 from hangar.webhooks.models import Delivery
+from hangar.wiring.container import build_services
 from tests.fixtures.clients import session_for
 from tests.fixtures.counting_receiver import CountingReceiver
 from tests.fixtures.deploy import NGINX, deploy_env, nginx_argv, nginx_config

@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from hangar.cli.processes import environment, process_count
-from hangar.config import Settings, load_settings
+from hangar.foundation.config import Settings, load_settings
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.procfs import children, client_ports, server_side
 from tests.fixtures.subprocesses import eventually, free_port, started, until_healthy

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.accounts import password_reset
 from hangar.auth import sessions
+from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
-from hangar.kit.services import Services
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

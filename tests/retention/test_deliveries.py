@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.retention import batches
 from hangar.webhooks.models import Event
 from tests.fixtures.environment import PG_URL

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from hangar.auth import sessions
 from hangar.auth.models import UserSession
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Invitation, Membership

@@ -14,9 +14,9 @@ import pytest
 
 from hangar.db.engine import make_engine
 from hangar.jobs import scheduler
-from hangar.kit.services import Services
-from hangar.process import JOBS
+from hangar.kit.container import Services
 from hangar.retention import prune
+from hangar.wiring.worker import JOBS
 from tests.fixtures.factories import Org
 from tests.fixtures.retention import delivery, kept, nothing_of, subscription
 

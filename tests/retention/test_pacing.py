@@ -19,7 +19,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.jobs.scheduler import JobRun
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.retention import prune
 from hangar.retention.batches import TABLES
 from hangar.retention.job import Pacing

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.retention import batches
 from tests.fixtures.retention import CUTOFF, NOW, OLD
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hangar.config import ConfigError, load_settings
+from hangar.foundation.config import ConfigError, load_settings
 
 REFUSAL = "HANGAR_DELIVERY_RETENTION_DAYS must be a whole number of days from 1 to 3650, not {!r}"
 

@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.reservations.models import Reservation
 from hangar.seed import fleet, producer, reservations
 from hangar.seed.binary_copy import HEADER, TRAILER, encode_rows, encoders
 from hangar.seed.bulk import BATCH, writer_for
 from hangar.seed.common import Generated, Row
 from hangar.seed.seeding import Sizes, seed_org
-from hangar.tables import Base
+from hangar.wiring.tables import Base
 from tests.fixtures.factories import T0, make_org
 
 

@@ -19,7 +19,7 @@ from hangar.auth import sessions
 from hangar.auth.models import UserSession
 from hangar.db.engine import make_engine
 from hangar.keys import management
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from tests.fixtures.clients import session_for, signed_in_as
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from hangar.config import Settings
-from hangar.kit.services import Services
+from hangar.foundation.config import Settings
+from hangar.kit.container import Services
 from hangar.webhooks.queue import MAX_IN_FLIGHT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

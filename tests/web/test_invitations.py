@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth import sessions
+from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
-from hangar.kit.services import Services
 from hangar.orgs import invitations
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership

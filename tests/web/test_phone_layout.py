@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, update
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks import outbox
 from hangar.webhooks.models import Attempt, Delivery
 from tests.fixtures.browser import OVERFLOW, TIMEOUT_MS, chromium, needs_chromium

@@ -6,7 +6,7 @@ import gzip
 
 from sqlalchemy import select
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
 from tests.fixtures.factories import Org

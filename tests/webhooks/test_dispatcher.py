@@ -11,8 +11,8 @@ import trustme
 from gidgethub.sansio import validate_event
 from sqlalchemy import select, update
 
-from hangar.crypto import SecretBox
-from hangar.kit.services import WEBHOOK_SECRETS, Services
+from hangar.foundation.crypto import SecretBox
+from hangar.kit.container import WEBHOOK_SECRETS, Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery, Subscription

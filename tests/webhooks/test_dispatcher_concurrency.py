@@ -12,12 +12,12 @@ import asyncpg
 import pytest
 from sqlalchemy import event, text
 
-from hangar.kit.services import Services
-from hangar.process import Worker
+from hangar.kit.container import Services
 from hangar.webhooks import worker as worker_module
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.queue import MAX_IN_FLIGHT
 from hangar.webhooks.sender import Sender
+from hangar.wiring.worker import Worker
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

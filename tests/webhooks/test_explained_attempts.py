@@ -20,7 +20,7 @@ import trustme
 from markupsafe import escape
 from sqlalchemy import update
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.explain import explain
 from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.health import (
     BucketView,
     QueueView,

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import event, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hangar.ids import new_id
-from hangar.kit.services import Services
+from hangar.foundation.ids import new_id
+from hangar.kit.container import Services
 from hangar.webhooks import dispatcher as dispatcher_module
 from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery

@@ -13,7 +13,7 @@ import uuid
 import httpx
 from sqlalchemy import update
 
-from hangar.metrics import ATTEMPTS
+from hangar.foundation.metrics import ATTEMPTS
 from hangar.webhooks.models import Subscription
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver

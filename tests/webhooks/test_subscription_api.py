@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.models import Delivery, Event, Subscription
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver

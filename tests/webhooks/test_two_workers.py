@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.dispatcher import Claimed, Dispatcher
 from hangar.webhooks.models import Attempt, Delivery

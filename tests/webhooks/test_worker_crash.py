@@ -10,7 +10,7 @@ import pytest
 import trustme
 from sqlalchemy import select
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.sender import Sender

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.accounts.session_service import Started, started
 from hangar.auth import sessions
 from hangar.auth.passwords import hashed
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.orgs import invitations
 
 

@@ -41,10 +41,10 @@ from hangar.accounts.session_service import Started, started
 from hangar.auth import sessions
 from hangar.auth.models import User, UserSession
 from hangar.auth.passwords import hashed
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
+from hangar.foundation.mail import Mail
+from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
-from hangar.kit.services import Services
-from hangar.mail import Mail
 
 LIFETIME = timedelta(hours=24)
 # token_urlsafe(32) is 43 characters; anything much longer is not one of ours.

@@ -1,7 +1,7 @@
 """Signing in and out, and the session cookie: the same for POST /api/session, the /login
 form and the invitation page, so every door counts the same budgets and sets the same cookie.
 
-Failed sign-ins are counted per client address (hangar.client_address) and per email from
+Failed sign-ins are counted per client address (hangar.http.client_address) and per email from
 that address (OWASP's Authentication and Credential Stuffing cheat sheets). Either budget,
 once spent, refuses with 429 and `Retry-After` before the password is hashed, so a flood
 from one address costs it a limiter lookup per try. Neither is a lock an attacker can put
@@ -21,10 +21,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
+from hangar.kit.container import Services
 from hangar.kit.errors import RateLimited, Unauthorized
 from hangar.kit.ratelimit import Limit
 from hangar.kit.routing import before_body, client_of, services_of
-from hangar.kit.services import Services
 from hangar.orgs import actors
 
 # Failed sign-ins from one address, whatever the emails: a flood with random emails (each one

@@ -15,9 +15,9 @@ from sqlalchemy import bindparam, select, update
 from hangar.auth.key_format import hash_key, is_well_formed
 from hangar.auth.models import ApiKey
 from hangar.db.engine import Read, ReadConnection, read_connection
+from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, RateLimited, Unauthorized
 from hangar.kit.ratelimit import API_LIMITS
-from hangar.kit.services import Services
 
 MISSING = "A bearer token is required: send Authorization: Bearer <API_KEY>"
 MISSING_TOKEN = "An API key is required in the token query parameter"  # noqa: S105 (a message)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User, UserSession
 from hangar.auth.passwords import hashed, verified
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 
 COOKIE = "hangar_session"
 IDLE_TIMEOUT = timedelta(hours=2)

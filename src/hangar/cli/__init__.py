@@ -26,7 +26,7 @@ from hangar.cli.keys import key_app
 from hangar.cli.orgs import member_app, org_app, user_app
 from hangar.cli.serve import serve
 from hangar.cli.worker import worker
-from hangar.config import ConfigError, log_format
+from hangar.foundation.config import ConfigError, log_format
 from hangar.logs import formats
 
 # The order of registration is the order of `hangar --help`: commands, then groups.

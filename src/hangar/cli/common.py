@@ -12,9 +12,9 @@ import orjson
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.config import ConfigError, Settings, load_settings
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
+from hangar.foundation.config import ConfigError, Settings, load_settings
 from hangar.kit.errors import ApiError
 from hangar.orgs.models import ROLE_NAMES
 

@@ -10,8 +10,8 @@ import typer
 from hangar.cli.common import command_group, emit, fail, migrated_settings
 from hangar.db.engine import make_engine
 from hangar.jobs.scheduler import Done, JobRun
-from hangar.process import JOBS
-from hangar.services import build_services
+from hangar.wiring.container import build_services
+from hangar.wiring.worker import JOBS
 
 jobs_app = command_group("Scheduled jobs, run once by hand.")
 

@@ -17,7 +17,7 @@ from hangar.cli.common import (
     parse_org,
     run_in_transaction,
 )
-from hangar.clock import SystemClock
+from hangar.foundation.clock import SystemClock
 from hangar.keys.issuing import IssuedKey, issue_key
 from hangar.orgs.commands import require_org
 

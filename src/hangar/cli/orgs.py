@@ -28,9 +28,9 @@ from hangar.cli.common import (
     parse_org,
     run_in_transaction,
 )
-from hangar.clock import SystemClock
-from hangar.config import Settings
-from hangar.mail import NotSent, mailer_of
+from hangar.foundation.clock import SystemClock
+from hangar.foundation.config import Settings
+from hangar.foundation.mail import NotSent, mailer_of
 from hangar.orgs import handover
 from hangar.orgs.bootstrap import Bootstrapped, bootstrap_member
 from hangar.orgs.commands import create_org, require_org

@@ -10,12 +10,12 @@ stops answering its health pings, and on SIGTERM or SIGINT stops them all, each 
 the requests in flight (uvicorn's SIGHUP replaces them one by one, SIGTTIN and SIGTTOU add
 and remove one).
 
-hangar adds the worker (webhook dispatcher and scheduler, hangar.process): once, in a
+hangar adds the worker (webhook dispatcher and scheduler, hangar.wiring.worker): once, in a
 process of its own that the supervisor starts beside the servers, restarts if it dies, and
 signals first when stopping. One per server process would only multiply the LISTEN
 connections and the claims; `hangar worker` on other machines scales the deliveries.
 
-The metrics (hangar.metrics) of all these processes are kept in one directory,
+The metrics (hangar.foundation.metrics) of all these processes are kept in one directory,
 PROMETHEUS_MULTIPROC_DIR: the operator's if set (emptied of an earlier run's files at
 start), else a temporary one removed at exit. The supervisor sets it before starting any
 process, so each inherits it and prometheus-client starts in its multiprocess mode there, and
@@ -48,8 +48,8 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from hangar.cli.worker import SenderFactory, run_worker
-from hangar.config import Settings, load_settings
-from hangar.metrics import MULTIPROCESS_DIR
+from hangar.foundation.config import Settings, load_settings
+from hangar.foundation.metrics import MULTIPROCESS_DIR
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -202,8 +202,8 @@ def serve_processes(
 ) -> None:
     """Serves from `workers` processes until SIGTERM or SIGINT, with one worker process beside
     them if `with_worker`. `sender`: for tests (hangar.cli.worker.SenderFactory)."""
+    from hangar.http.server import uvicorn_options, warn_if_exposed
     from hangar.logs import formats
-    from hangar.serving import uvicorn_options, warn_if_exposed
 
     os.environ.update(environment(current))
     config = uvicorn.Config(

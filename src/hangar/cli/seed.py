@@ -31,8 +31,8 @@ from hangar.cli.common import (
     run_in_transaction,
 )
 from hangar.cli.serve import run_server
-from hangar.clock import SystemClock
-from hangar.config import Settings
+from hangar.foundation.clock import SystemClock
+from hangar.foundation.config import Settings
 from hangar.kit.errors import ApiError
 from hangar.seed.demo import DemoAccess, curl_base, instructions, prepare_demo
 from hangar.seed.seeding import Sizes, seed_org

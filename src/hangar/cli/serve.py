@@ -11,8 +11,8 @@ import typer
 
 from hangar.cli.common import HostOption, PortOption, fail, migrated_settings, settings
 from hangar.cli.worker import SenderFactory
-from hangar.config import Settings
-from hangar.http_limits import ServerLimits
+from hangar.foundation.config import Settings
+from hangar.http.limits import ServerLimits
 
 
 def serve(
@@ -54,7 +54,7 @@ def run_server(
     sender: SenderFactory | None = None,
 ) -> None:
     """Serves until stopped (SIGTERM, SIGINT); `serve` and `demo` both end here. `limits`:
-    the defaults of hangar.http_limits unless a test shortens the timeouts (one process
+    the defaults of hangar.http.limits unless a test shortens the timeouts (one process
     only). `sender`: the production one unless a test delivers to loopback."""
     if workers > 1:
         from hangar.cli.processes import serve_processes
@@ -68,8 +68,8 @@ def run_server(
     from uvicorn.config import STARTUP_FAILURE
 
     from hangar.app import create_app
+    from hangar.http.server import Server, uvicorn_options, warn_if_exposed
     from hangar.logs import formats
-    from hangar.serving import Server, uvicorn_options, warn_if_exposed
 
     app = create_app(settings=current, with_worker=with_worker, sender=sender() if sender else None)
 

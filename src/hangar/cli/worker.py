@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hangar.cli.common import migrated_settings
-from hangar.config import Settings
+from hangar.foundation.config import Settings
 
 if TYPE_CHECKING:
     from hangar.webhooks.sender import Sender
@@ -27,8 +27,8 @@ def run_worker(current: Settings, sender: SenderFactory | None = None) -> None:
     """The worker until SIGTERM or SIGINT, then it finishes what it has under way: `hangar
     worker`, and the one process `hangar serve --workers N` starts beside its servers."""
     from hangar.logs import formats
-    from hangar.process import Worker
-    from hangar.services import build_services
+    from hangar.wiring.container import build_services
+    from hangar.wiring.worker import Worker
 
     formats.configure(current.log_format, "worker")
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

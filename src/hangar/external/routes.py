@@ -18,7 +18,7 @@ from hangar.external import calendar, tags
 from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
-from hangar.ids import parse_id
+from hangar.foundation.ids import parse_id
 from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.kit.responses import json_response

@@ -2,7 +2,7 @@
 
 A tick is claimed by inserting (job, minute) into job_ticks: the primary key lets one
 worker win and the others skip, on SQLite and PostgreSQL alike. Which jobs exist is not
-this module's business: the worker process (hangar.process.JOBS) passes them in.
+this module's business: the worker process (hangar.wiring.worker.JOBS) passes them in.
 
 A job is given the process's services, the tick's time and the process's stop signal, and
 answers what it did, counted by name (`{"expired": 2}`): the scheduler logs it when it is
@@ -23,9 +23,9 @@ from sqlalchemy import delete, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.foundation.metrics import DATABASE_ERRORS, JOB_RUNS, SCHEDULER_TICKS
 from hangar.jobs.models import JobTick
-from hangar.kit.services import Services
-from hangar.metrics import DATABASE_ERRORS, JOB_RUNS, SCHEDULER_TICKS
+from hangar.kit.container import Services
 
 log = logging.getLogger("hangar.scheduler")
 

@@ -14,8 +14,8 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from hangar.foundation.metrics import DATABASE_ERRORS, REFUSALS
 from hangar.kit.errors import UNAVAILABLE, ApiError, is_unavailable
-from hangar.metrics import DATABASE_ERRORS, REFUSALS
 
 log = logging.getLogger("hangar")
 

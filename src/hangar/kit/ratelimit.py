@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from hangar.metrics import REDIS_ERRORS
+from hangar.foundation.metrics import REDIS_ERRORS
 
 log = logging.getLogger("hangar")
 _T = TypeVar("_T")

@@ -18,9 +18,9 @@ from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
-from hangar.ids import parse_id
+from hangar.foundation.ids import parse_id
+from hangar.kit.container import Services
 from hangar.kit.errors import ApiError, NotFound
-from hangar.kit.services import Services
 
 # Every route of one organization's product API sits under this prefix.
 ORG_PREFIX = "/api/orgs/{org_id}"
@@ -71,7 +71,7 @@ def bearer(request: Request) -> str | None:
 
 
 def client_of(request: Request) -> str:
-    """The client's address (hangar.client_address has settled it behind trusted proxies)."""
+    """The client's address (hangar.http.client_address has settled it behind trusted proxies)."""
     return request.client.host if request.client else "unknown"
 
 

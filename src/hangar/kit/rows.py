@@ -15,7 +15,7 @@ from sqlalchemy import Insert, Select, Update, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.base import Base
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.scoping import OrgOwned
 

@@ -7,7 +7,7 @@ per line on stderr for every record of every logger, uvicorn's included: timesta
 logger, message, request_id while a request is served, what the record was given as `extra`
 (a delivery attempt's ids), and for access lines method, path, status, duration_ms (until
 the response began, when uvicorn logs it) and client. Either way every handler carries
-hangar.access_log's filter, so no format can write a credential.
+hangar.http.access_log's filter, so no format can write a credential.
 
 stderr, not stdout: the commands print their results on stdout, one JSON object each, and
 logs must never mix into them.
@@ -24,8 +24,8 @@ import orjson
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-from hangar.access_log import RedactCredentials, current_request, log_config, scrub
-from hangar.config import LogFormat
+from hangar.foundation.config import LogFormat
+from hangar.http.access_log import RedactCredentials, current_request, log_config, scrub
 
 # serve: uvicorn's loggers and the app's; worker: the dispatcher and scheduler process;
 # command: any other `hangar` command.

@@ -8,7 +8,7 @@ by a new id: 32 hex digits, 128 random bits. Either way it is the one echoed.
 
 A raw ASGI middleware, the outermost layer of the app (hangar.app), so that every answer of
 the app carries it: errors, BodyLimit's 413s, 404s, 401s, the 500s of unexpected errors.
-Refusals the server makes before the app sees a request (hangar.serving: a request line or
+Refusals the server makes before the app sees a request (hangar.http.server: a request line or
 headers too large, a request too slow to arrive, too many connections) have no request.
 On the read path it costs one pass over the header list, an id, one context variable and one
 header appended.
@@ -21,7 +21,7 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hangar.access_log import ServedRequest, current_request
+from hangar.http.access_log import ServedRequest, current_request
 
 HEADER = b"x-request-id"
 MAX_LENGTH = 128

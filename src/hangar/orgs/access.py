@@ -12,9 +12,9 @@ from typing import Any
 from fastapi import Depends, Request
 
 from hangar.auth import sessions
+from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
 from hangar.kit.routing import ServicesDep, before_body, path_id, services_of
-from hangar.kit.services import Services
 from hangar.orgs.actors import Actor, actor_in, may
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

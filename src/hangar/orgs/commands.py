@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.rows import insert_new
 from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role

@@ -18,8 +18,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from hangar.config import Settings
-from hangar.mail import Mail, NotSent, mailer_of
+from hangar.foundation.config import Settings
+from hangar.foundation.mail import Mail, NotSent, mailer_of
 from hangar.orgs import invitations
 from hangar.orgs.members import HandedOver, Invited
 

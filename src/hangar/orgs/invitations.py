@@ -47,7 +47,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.kit.errors import Conflict, NotFound
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import Invitation, Membership, Organization, Role

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
 from hangar.auth.models import User
-from hangar.ids import new_id_at
+from hangar.foundation.ids import new_id_at
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.rows import insert_new

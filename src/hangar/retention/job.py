@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
+from hangar.foundation.metrics import RETENTION_PRUNED
 from hangar.jobs.scheduler import Done, JobRun
-from hangar.metrics import RETENTION_PRUNED
 from hangar.retention.batches import (
     TABLES,
     Batch,

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.seed import binary_copy, producer
 from hangar.seed.common import Generated, Row, batched
-from hangar.tables import Base
+from hangar.wiring.tables import Base
 
 # Large enough that per-batch overhead vanishes, small enough that memory stays flat.
 BATCH = 25_000

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, Row, at, between, ms, table
 from hangar.seed.vocab import AIRCRAFT_TYPES, TAIL_LETTERS
 

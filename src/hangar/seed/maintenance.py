@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, HOUR, Row, at, between, ms, pick, table
 from hangar.seed.fleet import HISTORY_DAYS, Plane
 from hangar.seed.vocab import (

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, Row, at, between, ms, table
 from hangar.seed.vocab import AREA_CODES, EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, Row, at, ms, table
 from hangar.seed.fleet import Plane
 from hangar.seed.vocab import CANCELLATION_REASONS

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, Row, at, between, ms, pick, table
 from hangar.seed.fleet import Plane
 from hangar.seed.vocab import RESOLUTIONS, SQUAWKS

@@ -20,9 +20,9 @@ from starlette.responses import HTMLResponse, Response
 
 from hangar.accounts.session_service import set_session_cookie
 from hangar.auth import passwords, sessions
-from hangar.ids import parse_id
+from hangar.foundation.ids import parse_id
+from hangar.kit.container import Services
 from hangar.kit.routing import ServicesDep
-from hangar.kit.services import Services
 from hangar.orgs import actors
 from hangar.orgs.actors import MembershipView, actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS

@@ -20,8 +20,8 @@ from hangar.keys import management as key_management
 from hangar.keys import service as key_service
 from hangar.keys.management import KeyView, NewKeyView
 from hangar.keys.service import NewKey, Rotation
+from hangar.kit.container import Services
 from hangar.kit.routing import Now, ServicesDep, Tx, path_id
-from hangar.kit.services import Services
 from hangar.web.access import Admin, AdminForm, AdminPage
 from hangar.web.forms import parse, submit
 from hangar.web.pages import PageRoute, redirect, render

@@ -22,10 +22,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User
+from hangar.kit.container import Services
 from hangar.kit.errors import Conflict, NotFound, RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.kit.rows import insert_new
-from hangar.kit.services import Services
 from hangar.webhooks import outbox
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.explain import explain

@@ -40,12 +40,12 @@ from sqlalchemy import Integer, Select, Uuid, any_, bindparam, func, select, tru
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.clock import Clock
-from hangar.crypto import SecretBox, SecretUnreadable
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import Read, pg_transaction, reader
-from hangar.ids import new_id
-from hangar.metrics import (
+from hangar.foundation.clock import Clock
+from hangar.foundation.crypto import SecretBox, SecretUnreadable
+from hangar.foundation.ids import new_id
+from hangar.foundation.metrics import (
     ATTEMPTS,
     ATTEMPTS_IN_PROGRESS,
     DATABASE_ERRORS,

@@ -12,7 +12,7 @@ import ssl
 from http import HTTPStatus
 from typing import Literal
 
-from hangar.metrics import AttemptOutcome
+from hangar.foundation.metrics import AttemptOutcome
 
 AttemptKind = Literal[
     "delivered",  # a 2xx answer

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.ids import new_id
+from hangar.foundation.ids import new_id
 from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
 from hangar.webhooks.catalogue import ALL_EVENTS

@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.base import UTCDateTime
-from hangar.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
+from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 
 log = logging.getLogger("hangar.webhooks")

@@ -1,4 +1,5 @@
-"""Webhook signing secrets: made from the CSPRNG, sealed at rest (hangar.crypto.SecretBox)."""
+"""Webhook signing secrets: made from the CSPRNG, sealed at rest
+(hangar.foundation.crypto.SecretBox)."""
 
 from __future__ import annotations
 

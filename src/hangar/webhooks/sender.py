@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from hangar.foundation.metrics import AttemptOutcome
 from hangar.kit.resolver import Resolver
-from hangar.metrics import AttemptOutcome
 from hangar.webhooks.explain import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
 from hangar.webhooks.url_policy import (
     AddressRule,

@@ -16,9 +16,9 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.kit.bodies import RequestBody
+from hangar.kit.container import Services
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
-from hangar.kit.services import Services
 from hangar.webhooks import catalogue, delivery_log, health, outbox
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.delivery_log import DeliveryView

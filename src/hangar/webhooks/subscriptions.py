@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.crypto import SecretBox
+from hangar.foundation.crypto import SecretBox
 from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
 from hangar.kit.rows import insert_new, public

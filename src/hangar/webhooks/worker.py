@@ -1,4 +1,4 @@
-"""The webhook half of the worker process (hangar.process.Worker): the dispatcher, and what
+"""The webhook half of the worker process (hangar.wiring.worker.Worker): the dispatcher, and what
 wakes it.
 
 The dispatcher wakes at once on new work: LISTEN/NOTIFY on PostgreSQL (the NOTIFY is sent by the
@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import event
 
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
 from hangar.webhooks.sender import Sender

@@ -3,7 +3,7 @@
 The migrations are explicit operations and need no model: the environment imports nothing of
 hangar's features (it sits with the database, below them). A caller that compares the models
 with a database (autogenerate) hands their metadata in, as
-`config.attributes["target_metadata"] = hangar.tables.Base.metadata`.
+`config.attributes["target_metadata"] = hangar.wiring.tables.Base.metadata`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""Building the services a process holds (hangar.kit.services.Services) from its settings."""
+"""Building the services a process holds (hangar.kit.container.Services) from its settings."""
 
 from __future__ import annotations
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.clock import Clock, SystemClock
-from hangar.config import Settings
-from hangar.crypto import derive_key
 from hangar.db.engine import make_engine
+from hangar.foundation.clock import Clock, SystemClock
+from hangar.foundation.config import Settings
+from hangar.foundation.crypto import derive_key
+from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
-from hangar.kit.services import Services
 
 
 def build_services(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from hangar import retention
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
-from hangar.kit.services import Services
+from hangar.kit.container import Services
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import DeliveryWorker
 

@@ -44,10 +44,10 @@ class Settings:
     metrics_token: str | None = None
     log_format: LogFormat = "text"
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
-    # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.client_address).
+    # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.http.client_address).
     trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
     # Both or neither (mail_settings): set, invitation and password-reset links are mailed to
-    # their person instead of being shown to whoever asked for them (hangar.mail).
+    # their person instead of being shown to whoever asked for them (hangar.foundation.mail).
     smtp_url: str | None = None
     mail_from: str | None = None
 

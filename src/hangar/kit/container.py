@@ -1,5 +1,5 @@
 """What a running hangar holds: settings, database, clock, counters. Built once per process
-by hangar/services.py (the process wiring); every layer receives it, none builds it."""
+by hangar/wiring/container.py (the process wiring); every layer receives it, none builds it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.clock import Clock
-from hangar.config import Settings
-from hangar.crypto import SecretBox
 from hangar.db.engine import close_reads
+from hangar.foundation.clock import Clock
+from hangar.foundation.config import Settings
+from hangar.foundation.crypto import SecretBox
 from hangar.kit.ratelimit import RateLimiter
 from hangar.kit.resolver import Resolver, SystemResolver
 

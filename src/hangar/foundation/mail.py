@@ -33,7 +33,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
-from hangar.config import Settings
+from hangar.foundation.config import Settings
 
 # Per socket operation (connect, each command): a mail server that hangs holds up one answer
 # this long at most, never the process.

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hangar.config import Network
+from hangar.foundation.config import Network
 
 _FORWARDED_FOR = b"x-forwarded-for"
 _REAL_IP = b"x-real-ip"

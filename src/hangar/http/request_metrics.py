@@ -1,4 +1,4 @@
-"""The middleware that counts and times every HTTP request (hangar.metrics's REQUESTS and
+"""The middleware that counts and times every HTTP request (hangar.foundation.metrics's REQUESTS and
 REQUEST_DURATION): the web's side of the metrics, apart from the metrics themselves, which
 the dispatcher and the jobs import without the web framework."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hangar.metrics import REQUEST_DURATION, REQUESTS
+from hangar.foundation.metrics import REQUEST_DURATION, REQUESTS
 
 UNMATCHED = "unmatched"  # no route: a 404 of the router, or a path the app does not serve
 # Any other method a client sends is counted as OTHER: the label's values stay bounded.

@@ -45,8 +45,8 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
-from hangar.config import Network
-from hangar.http_limits import (
+from hangar.foundation.config import Network
+from hangar.http.limits import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
     MAX_URL_BYTES,

@@ -6,21 +6,21 @@ grows URLs and header values by repeated concatenation, which is quadratic), a 2
 was read whole into memory before any authentication, and a connection that sent half a
 request, then nothing, was held until the process ran out of file descriptors.
 
-- request target (path and query): 8 KiB, else 414 `URI_TOO_LONG` (hangar.serving);
+- request target (path and query): 8 KiB, else 414 `URI_TOO_LONG` (hangar.http.server);
 - request line and headers together: 16 KiB, else 431 `REQUEST_HEADERS_TOO_LARGE`
-  (hangar.serving);
+  (hangar.http.server);
 - a request's line and headers must arrive within 10 s of its first byte (or of connecting,
   for a connection's first request), else 408 `REQUEST_TIMEOUT`; a connection that sent
-  nothing is closed without an answer (hangar.serving);
+  nothing is closed without an answer (hangar.http.server);
 - a request's body must arrive within 30 s after its headers, else 408 `REQUEST_TIMEOUT`
-  (hangar.serving);
+  (hangar.http.server);
 - an idle keep-alive connection is closed after 5 s (uvicorn's `timeout_keep_alive`);
 - at most 100 connections open or requests in flight, else 503 `SERVICE_UNAVAILABLE`
-  (uvicorn's `limit_concurrency`; the answer in hangar's shape from hangar.serving);
+  (uvicorn's `limit_concurrency`; the answer in hangar's shape from hangar.http.server);
 - a body per route (`body_cap`: 64 KiB unless listed), else 413 `REQUEST_TOO_LARGE` before
   the body is read (`BodyLimit`, in the app);
 - no request body, read by the app or not, beyond 1 MiB (the largest route cap): the
-  connection is closed (hangar.serving).
+  connection is closed (hangar.http.server).
 
 Every refusal closes its connection; every size counts bytes on the wire. No setting turns
 any of this off: tests shorten the timeouts through `ServerLimits`, which refuses zero.

@@ -1,10 +1,11 @@
 """Every Prometheus metric hangar keeps (the middleware that counts requests is
-hangar.request_metrics).
+hangar.http.request_metrics).
 
 The metrics are prometheus-client's, in its default registry. Under `hangar serve --workers
 N` the supervisor gives every process one PROMETHEUS_MULTIPROC_DIR (hangar.cli.processes),
 and the library keeps each process's values in files there that any server process adds up
-when scraped (hangar.scrape); a single process without the variable keeps them in memory.
+when scraped (hangar.http.metrics_endpoint); a single process without the variable keeps
+them in memory.
 The library picks its mode when it is first imported, from the environment: the variable
 must be set before the process starts, which is why the supervisor sets it and its spawned
 children inherit it.
@@ -12,8 +13,8 @@ children inherit it.
 Label values are bounded: `operation` is a route's path template (or `unmatched`), `event`
 one of the 13 events (or `test.ping`, `other`), `outcome`, `result`, `component`, `table`
 and `code` values fixed in the code. The facts of the database (the queue's depth, the oldest due
-delivery's age, the subscriptions now disabled) are not kept here: hangar.scrape reads them
-at each scrape, so whichever process answers tells the same.
+delivery's age, the subscriptions now disabled) are not kept here:
+hangar.http.metrics_endpoint reads them at each scrape, so whichever process answers tells the same.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GET /metrics: hangar's metrics (hangar.metrics) in Prometheus's text format.
+"""GET /metrics: hangar's metrics (hangar.foundation.metrics) in Prometheus's text format.
 
 Served only when HANGAR_METRICS_TOKEN is set (otherwise the route answers the usual 404), and
 then only to `Authorization: Bearer <that token>`, compared in constant time; anything else
@@ -28,11 +28,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import false, func, select
 from starlette.responses import Response
 
+from hangar.foundation.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
+from hangar.kit.container import Services
 from hangar.kit.error_handlers import error_response
 from hangar.kit.errors import NotFound
 from hangar.kit.routing import bearer, services_of
-from hangar.kit.services import Services
-from hangar.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.queue import MAX_IN_FLIGHT, is_due, is_in_flight, is_pending, with_due_work
 
