@@ -21,10 +21,11 @@ import argparse
 from datetime import datetime
 from typing import Any
 
-from hangar.auth.apikey import KeyAuthenticator, KeyContext
 from hangar.db.engine import ReadConnection
 from hangar.foundation.config import Settings, load_settings
+from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.ratelimit import Limit, RateLimiter
+from hangar.kit.scoping import KeyContext
 from hangar.wiring.container import build_services
 
 ROOMY = 10**12

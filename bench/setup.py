@@ -22,11 +22,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.auth.key_format import SCOPES
 from hangar.db.engine import make_engine
 from hangar.foundation.config import sqlite_path
 from hangar.foundation.crypto import derive_key
 from hangar.kit import cursor
+from hangar.kit.scopes import SCOPES
 from hangar.orgs.models import Organization
 from hangar.reservations.models import Reservation
 

@@ -12,7 +12,6 @@ from starlette.types import ASGIApp
 
 from hangar import web
 from hangar.accounts import invitation_routes, session_routes
-from hangar.auth.apikey import KeyAuthenticator
 from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
@@ -24,6 +23,7 @@ from hangar.http.client_address import ClientAddress
 from hangar.http.limits import BodyLimit
 from hangar.http.request_metrics import RequestMetrics
 from hangar.keys import routes as key_routes
+from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.container import Services
 from hangar.kit.encoding import dumps
 from hangar.kit.error_handlers import install_error_handlers

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.auth.models import ApiKey
 from hangar.keys import routes as key_routes
+from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.web import keys as key_screens
 from hangar.web import webhooks as webhook_screens

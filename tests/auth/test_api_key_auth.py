@@ -8,9 +8,10 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from hangar.auth.key_format import SCOPES, generate_key, hash_key
-from hangar.auth.models import ApiKey
+from hangar.keys.key_format import generate_key, hash_key
 from hangar.keys.management import rotate_key
+from hangar.keys.models import ApiKey
+from hangar.kit.scopes import SCOPES
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 

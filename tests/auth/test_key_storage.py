@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from hangar.app import create_app
-from hangar.auth.key_format import generate_key, hash_key, is_well_formed
-from hangar.auth.models import ApiKey
 from hangar.keys.issuing import issue_key
+from hangar.keys.key_format import generate_key, hash_key, is_well_formed
+from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from tests.fixtures.factories import T0, Org

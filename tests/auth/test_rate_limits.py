@@ -13,8 +13,8 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy import select
 
-from hangar.auth.key_format import hash_key
-from hangar.auth.models import ApiKey
+from hangar.keys.key_format import hash_key
+from hangar.keys.models import ApiKey
 from hangar.kit.ratelimit import (
     API_LIMITS,
     Limit,

@@ -19,12 +19,12 @@ import httpx
 from alembic.script import ScriptDirectory
 from sqlalchemy import func, insert, inspect, select, text
 
-from hangar.auth.key_format import FULL_WITHOUT_MEMBERS, SCOPES
-from hangar.auth.models import ApiKey
 from hangar.db.migrate import alembic_config
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.foundation.ids import new_id
 from hangar.keys.issuing import issue_key
+from hangar.keys.models import ApiKey
+from hangar.kit.scopes import FULL_WITHOUT_MEMBERS, SCOPES
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Role
 from hangar.reservations.models import Reservation

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from hangar.auth.models import ApiKey
 from hangar.db.engine import make_engine
+from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import API_LIMITS
 from hangar_client import RateLimited, RetryPolicy, ServiceUnavailable

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hangar.auth.key_format import generate_key
 from hangar.fleet.models import Aircraft
+from hangar.keys.key_format import generate_key
 from hangar.squawks.models import Squawk
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from hangar.auth.key_format import SCOPES
+from hangar.kit.scopes import SCOPES
 from hangar.reservations.models import Reservation
 from tests.fixtures.examples import drawn
 from tests.fixtures.factories import Org, aircraft

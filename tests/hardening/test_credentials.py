@@ -24,12 +24,13 @@ from sqlalchemy import select
 
 from hangar.app import create_app
 from hangar.auth import sessions
-from hangar.auth.apikey import MISSING, KeyAuthenticator
-from hangar.auth.key_format import KEY_PREFIX, SCOPES, STORED_PREFIX_LENGTH, hash_key
-from hangar.auth.models import ApiKey
+from hangar.keys.authentication import MISSING, KeyAuthenticator
+from hangar.keys.key_format import KEY_PREFIX, STORED_PREFIX_LENGTH, hash_key
 from hangar.keys.management import rotate_key
+from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
+from hangar.kit.scopes import SCOPES
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PASSWORD, PG_URL, REDIS_URL, SECRET
 from tests.fixtures.external import API, READS

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select, update
 
 from hangar.accounts import password_reset
+from hangar.auth import users
 from hangar.kit.container import Services
-from hangar.orgs import invitations
 from hangar.orgs.invitations import LIFETIME
 from hangar.orgs.models import Invitation, Membership
 from tests.fixtures.actions import public
@@ -386,7 +386,7 @@ async def test_a_link_that_loses_its_new_email_to_another_orgs_is_409_and_change
     async def not_yet(conn: object, email: str, *, lock: bool = False) -> None:
         return None
 
-    monkeypatch.setattr(invitations, "account_with", not_yet)
+    monkeypatch.setattr(users, "account_with", not_yet)
     async with browser(services) as late:
         clash = await late.post(
             f"/api/invitations/{token_of(in_b)}/password", json={"password": "the loser's"}

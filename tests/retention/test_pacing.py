@@ -21,8 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.jobs.scheduler import JobRun
 from hangar.kit.container import Services
 from hangar.retention import prune
-from hangar.retention.batches import TABLES
-from hangar.retention.job import Pacing
+from hangar.retention.job import TABLES, Pacing
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.retention import NOW, OLD, delivery, event, kept, pruned, subscription

@@ -20,13 +20,15 @@ import pytest
 from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.auth import sessions
 from hangar.foundation.ids import new_id
-from hangar.retention import batches
+from hangar.orgs import invitations
+from hangar.webhooks import retention as batches
 from tests.fixtures.retention import CUTOFF, NOW, OLD
 
 IDS = [new_id(), new_id(), new_id()]
-SESSIONS = batches.sessions(NOW, 1000)
-INVITATIONS = batches.invitations(NOW, 1000)
+SESSIONS = sessions.expired(NOW, 1000)
+INVITATIONS = invitations.expired(NOW, 1000)
 
 # (what, the statement, the indexes its plan must name)
 STATEMENTS: list[tuple[str, Any, set[str]]] = [

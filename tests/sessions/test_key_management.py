@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hangar.auth.key_format import is_well_formed
+from hangar.keys.key_format import is_well_formed
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 

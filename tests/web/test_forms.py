@@ -9,7 +9,7 @@ import re
 import httpx
 import pytest
 
-from hangar.auth.key_format import is_well_formed
+from hangar.keys.key_format import is_well_formed
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.pages import csrf_in, page_csrf

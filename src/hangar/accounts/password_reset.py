@@ -33,13 +33,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.models import PasswordReset
 from hangar.accounts.session_service import Started, started
-from hangar.auth import sessions
-from hangar.auth.models import User, UserSession
+from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
@@ -76,28 +75,22 @@ async def issue(conn: AsyncConnection, email: str, now: datetime) -> Issued:
     """A new recovery link for the account with `email`, replacing any earlier one; 404 if no
     account has the email."""
     wanted = email.strip().lower()
-    account = (
-        await conn.execute(
-            select(User.id, User.email).where(
-                User.email.is_not(None), func.lower(User.email) == wanted
-            )
-        )
-    ).first()
-    if account is None or not wanted:
+    account_id = await users.account_with(conn, wanted)
+    if account_id is None or not wanted:
         raise NotFound(detail=f"No account has the email {wanted!r}")
     token = secrets.token_urlsafe(32)
     # The account's earlier link stops working: only the newest one is ever live.
-    await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account.id))
+    await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account_id))
     await conn.execute(
         insert(PasswordReset).values(
             id=new_id(),
-            user_id=account.id,
+            user_id=account_id,
             token_hash=token_hash(token),
             created_at=now,
             expires_at=now + LIFETIME,
         )
     )
-    return Issued(account.id, account.email, token, now + LIFETIME)
+    return Issued(account_id, wanted, token, now + LIFETIME)
 
 
 def reset_mail(issued: Issued, url: str, now: datetime) -> Mail:
@@ -135,18 +128,14 @@ async def find(conn: AsyncConnection, token: str, now: datetime) -> Open | None:
             select(
                 PasswordReset.id.label("reset_id"),
                 PasswordReset.user_id,
-                User.email,
                 PasswordReset.expires_at,
-            )
-            .join(User, User.id == PasswordReset.user_id)
-            .where(
-                PasswordReset.token_hash == token_hash(token),
-                PasswordReset.expires_at > now,
-                User.email.is_not(None),
-            )
+            ).where(PasswordReset.token_hash == token_hash(token), PasswordReset.expires_at > now)
         )
     ).first()
-    return None if row is None else Open(**row._asdict())
+    if row is None:
+        return None
+    email = (await users.emails_of(conn, [row.user_id])).get(row.user_id)
+    return None if email is None else Open(row.reset_id, row.user_id, email, row.expires_at)
 
 
 async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datetime) -> Open:
@@ -164,10 +153,8 @@ async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datet
     )
     if used.first() is None:
         raise not_valid()
-    await conn.execute(
-        update(User).where(User.id == found.user_id).values(password_hash=password_hash)
-    )
-    await conn.execute(delete(UserSession).where(UserSession.user_id == found.user_id))
+    await users.set_password(conn, found.user_id, password_hash)
+    await sessions.end_all(conn, found.user_id)
     return found
 
 

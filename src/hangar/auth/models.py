@@ -1,14 +1,13 @@
-"""Accounts and credentials: a person's account, its browser sessions, and API keys.
+"""Accounts and credentials: a person's account and its browser sessions.
 
-Only the SHA-256 of a key and its first twelve characters are ever stored; of a session
-cookie, only its SHA-256."""
+Of a session cookie, only its SHA-256 is ever stored."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, String
+from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
@@ -31,23 +30,6 @@ class User(Base):
     email: Mapped[str | None] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
-
-
-class ApiKey(Base):
-    __tablename__ = "api_keys"
-    id: Mapped[uuid.UUID] = id_column()
-    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
-    name: Mapped[str] = mapped_column(String(200))
-    key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # hex SHA-256
-    prefix: Mapped[str] = mapped_column(String(12))
-    scopes: Mapped[list[str]] = mapped_column(JSON, default=list)
-    created_at: Mapped[datetime]
-    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"))
-    last_used_at: Mapped[datetime | None]
-    # Set by rotation: the key keeps working until then (its grace window).
-    expires_at: Mapped[datetime | None]
-    revoked_at: Mapped[datetime | None]
-    replaced_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("api_keys.id"))
 
 
 class UserSession(Base):

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.auth.models import User, UserSession
 from hangar.auth.passwords import hashed, verified
 from hangar.foundation.ids import new_id
+from hangar.kit.batches import Oldest
 
 COOKIE = "hangar_session"
 IDLE_TIMEOUT = timedelta(hours=2)
@@ -140,5 +141,19 @@ async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
     await conn.execute(delete(UserSession).where(UserSession.id == session_id))
 
 
+async def end_all(conn: AsyncConnection, user_id: uuid.UUID) -> None:
+    """Every session of the account ends (its password was just changed)."""
+    await conn.execute(delete(UserSession).where(UserSession.user_id == user_id))
+
+
 def csrf_ok(expected: str, given: str | None) -> bool:
     return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+TABLE = UserSession.__tablename__
+
+
+def expired(now: datetime, size: int) -> Oldest:
+    """Retention's batches of sessions past their absolute expiry (one idle too long is past
+    its expiry within 12 hours): nothing refers to a session."""
+    return Oldest(UserSession, UserSession.expires_at, now, size)

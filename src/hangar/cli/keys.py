@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.key_format import SCOPES, scope_note
 from hangar.cli.common import (
     OrgOption,
     command_group,
@@ -19,6 +18,7 @@ from hangar.cli.common import (
 )
 from hangar.foundation.clock import SystemClock
 from hangar.keys.issuing import IssuedKey, issue_key
+from hangar.kit.scopes import SCOPES, scope_note
 from hangar.orgs.commands import require_org
 
 key_app = command_group("API keys.")

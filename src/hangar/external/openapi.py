@@ -8,9 +8,9 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from hangar import __version__
-from hangar.auth.key_format import SCOPES
 from hangar.external.paths import PREFIX
 from hangar.external.tags import TAGS
+from hangar.kit.scopes import SCOPES
 
 API_VERSION = __version__
 

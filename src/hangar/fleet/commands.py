@@ -125,3 +125,36 @@ async def create_mel_item(
         conn, actor.org_id, [catalogue.MEL_CREATED], catalogue.mel_created(row), now
     )
     return public(row, MelItemRow)
+
+
+# What the other features ask of the fleet: they meet it through these functions, never its
+# tables.
+
+
+async def require_aircraft(
+    conn: AsyncConnection, org_id: uuid.UUID, aircraft_id: uuid.UUID, field: str
+) -> None:
+    """A body names a live aircraft of this organization, or 422 naming the field."""
+    await referenced(conn, Aircraft, org_id, aircraft_id, field)
+
+
+async def in_service(
+    conn: AsyncConnection, org_id: uuid.UUID, aircraft_id: uuid.UUID
+) -> bool | None:
+    """Whether the aircraft is active; None when it is no longer in the fleet."""
+    return await conn.scalar(
+        select(Aircraft.is_active).where(
+            Aircraft.id == aircraft_id, Aircraft.org_id == org_id, Aircraft.deleted_at.is_(None)
+        )
+    )
+
+
+async def record_hobbs(
+    conn: AsyncConnection, org_id: uuid.UUID, aircraft_id: uuid.UUID, hobbs: float
+) -> None:
+    """A completed flight moves the aircraft's Hobbs meter to where the flight ended."""
+    await conn.execute(
+        update(Aircraft)
+        .where(Aircraft.id == aircraft_id, Aircraft.org_id == org_id)
+        .values(hobbs_current=hobbs)
+    )

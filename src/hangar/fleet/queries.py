@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.fleet.models import Aircraft
 from hangar.fleet.schemas import Aircraft as AircraftOut
 from hangar.fleet.schemas import AircraftRow
 from hangar.kit.schemas import field_names
-from hangar.kit.scoping import rows, scoped
+from hangar.kit.scoping import KeyContext, rows, scoped
 
 COLUMNS = [getattr(Aircraft, name) for name in field_names(AircraftOut)]
 

@@ -9,10 +9,11 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.key_format import SCOPES, generate_key
-from hangar.auth.models import ApiKey
+from hangar.keys.key_format import generate_key
+from hangar.keys.models import ApiKey
 from hangar.kit.errors import Unprocessable, invalid
 from hangar.kit.rows import insert_new
+from hangar.kit.scopes import SCOPES
 
 
 @dataclass(frozen=True)

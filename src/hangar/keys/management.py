@@ -12,8 +12,8 @@ from typing import Any, TypedDict
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.models import ApiKey
 from hangar.keys.issuing import IssuedKey, issue_key
+from hangar.keys.models import ApiKey
 from hangar.kit.errors import Conflict, NotFound, Unprocessable
 
 # What a 404 calls one.

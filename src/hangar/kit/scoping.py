@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import BindParameter, Select, bindparam, select
@@ -37,6 +38,15 @@ class OfOrg(Protocol):
 
     @property
     def org_id(self) -> uuid.UUID: ...
+
+
+@dataclass(frozen=True)
+class KeyContext:
+    """The caller, as far as the public API is concerned: one key of one organization."""
+
+    key_id: uuid.UUID
+    org_id: uuid.UUID
+    scopes: frozenset[str]
 
 
 def bound(name: str, column: Any) -> BindParameter[Any]:

@@ -14,11 +14,11 @@ from pydantic import Field
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.models import Aircraft
+from hangar.fleet.commands import require_aircraft
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict
 from hangar.kit.params import AwareDateTime
-from hangar.kit.rows import created, locked, moved, public, referenced
+from hangar.kit.rows import created, locked, moved, public
 from hangar.maintenance.models import EventType, MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.maintenance.schemas import MaintenanceLogRow, WorkOrderRow
 from hangar.orgs.actors import Actor
@@ -75,7 +75,7 @@ async def create_log(
     conn: AsyncConnection, actor: Actor, body: NewLogBody, now: datetime
 ) -> MaintenanceLogRow:
     """A new entry, its text kept whole (only the public API cuts it), returned whole."""
-    await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+    await require_aircraft(conn, actor.org_id, body.aircraft_id, "aircraft_id")
     values = body.model_dump() | {"event_date": body.event_date or now.astimezone(UTC).date()}
     return public(await created(conn, MaintenanceLog, actor.org_id, values, now), MaintenanceLogRow)
 
@@ -83,7 +83,7 @@ async def create_log(
 async def create_work_order(
     conn: AsyncConnection, actor: Actor, body: NewWorkOrderBody, now: datetime
 ) -> WorkOrderRow:
-    await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+    await require_aircraft(conn, actor.org_id, body.aircraft_id, "aircraft_id")
     await _check_signers(conn, actor, body)
     values = body.model_dump() | {"status": "open"}
     return public(await created(conn, WorkOrder, actor.org_id, values, now), WorkOrderRow)

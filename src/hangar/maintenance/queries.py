@@ -7,10 +7,9 @@ import uuid
 
 from sqlalchemy import func
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.schemas import field_names
-from hangar.kit.scoping import bound, rows, scoped
+from hangar.kit.scoping import KeyContext, bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.maintenance.schemas import MaintenanceLog as MaintenanceLogOut
 from hangar.maintenance.schemas import MaintenanceLogRow, WorkOrderRow

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.models import User
+from hangar.auth import users
 from hangar.auth.passwords import hash_password
 from hangar.kit.errors import Conflict, Unprocessable
 from hangar.orgs.members import Contact, Invited, account_of, add_member, invite_member
@@ -71,7 +70,5 @@ async def bootstrap_member(
     # A new account (add_member refuses, 409, one made since the check above).
     assert password is not None
     member = await add_member(conn, org_id, person, role=role, now=now, status="active")
-    await conn.execute(
-        update(User).where(User.id == member.user_id).values(password_hash=hash_password(password))
-    )
+    await users.set_password(conn, member.user_id, hash_password(password))
     return Bootstrapped(member.user_id, member.membership_id, member.role, "created")

@@ -42,12 +42,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypedDict
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.models import User
+from hangar.auth import users
 from hangar.foundation.ids import new_id
+from hangar.kit.batches import Oldest
 from hangar.kit.errors import Conflict, NotFound
 from hangar.orgs.commands import refuse_if_member
 from hangar.orgs.models import Invitation, Membership, Organization, Role
@@ -92,19 +93,6 @@ async def issue(
         )
     )
     return Issued(token, now + LIFETIME)
-
-
-async def account_with(
-    conn: AsyncConnection, email: str, *, lock: bool = False
-) -> uuid.UUID | None:
-    """The id of the account that has this email, if one does (a placeholder has none),
-    password or not, memberships or not. `lock` holds its row (PostgreSQL) until the
-    transaction ends."""
-    stmt = select(User.id).where(func.lower(User.email) == email)
-    if lock:
-        stmt = stmt.with_for_update()
-    found: uuid.UUID | None = await conn.scalar(stmt)
-    return found
 
 
 class Preview(TypedDict):
@@ -181,7 +169,7 @@ async def find(
     row = (await conn.execute(stmt)).first()
     if row is None:
         return None
-    account_id = await account_with(conn, row.email, lock=lock)
+    account_id = await users.account_with(conn, row.email, lock=lock)
     return Open(**row._asdict(), account_id=account_id)
 
 
@@ -237,16 +225,11 @@ async def set_password(
     user_id = found.pending_user_id
     try:
         # The WHERE restates "still a placeholder": of two uses of one link, one wins.
-        changed = await conn.execute(
-            update(User)
-            .where(User.id == user_id, User.email.is_(None), User.password_hash.is_(None))
-            .values(email=found.email, password_hash=password_hash)
-            .returning(User.id)
-        )
+        claimed = await users.claim_placeholder(conn, user_id, found.email, password_hash)
     except IntegrityError as clash:
         # On PostgreSQL the transaction can only roll back now; raising does that.
         raise AccountExists() from clash
-    if changed.first() is None:
+    if not claimed:
         raise not_valid()
     await _join(conn, found, user_id, now)
     return Accepted(found, user_id, found.email)
@@ -284,10 +267,13 @@ async def _join(conn: AsyncConnection, found: Open, user_id: uuid.UUID, now: dat
     if joined.first() is None:
         raise not_valid()
     if user_id != found.pending_user_id:
-        await conn.execute(
-            delete(User).where(
-                User.id == found.pending_user_id,
-                User.email.is_(None),
-                User.password_hash.is_(None),
-            )
-        )
+        await users.delete_placeholder(conn, found.pending_user_id)
+
+
+TABLE = Invitation.__tablename__
+
+
+def expired(before: datetime, size: int) -> Oldest:
+    """Retention's batches of invitations that expired before `before`, used or not (every
+    invitation expires, so a used one goes too): nothing refers to an invitation."""
+    return Oldest(Invitation, Invitation.expires_at, before, size)

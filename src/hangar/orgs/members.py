@@ -25,11 +25,11 @@ from typing import Literal, Required, TypedDict
 
 from email_validator import EmailNotValidError, validate_email
 from pydantic import Field
-from sqlalchemy import ColumnElement, Exists, func, insert, select, update
+from sqlalchemy import ColumnElement, Exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
-from hangar.auth.models import User
+from hangar.auth import users
 from hangar.foundation.ids import new_id_at
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, invalid
@@ -81,10 +81,7 @@ def normalized_email(email: str) -> str:
 
 async def account_of(conn: AsyncConnection, email: str) -> uuid.UUID | None:
     """The id of the account with this email, if there is one (for the operator's CLI)."""
-    found: uuid.UUID | None = await conn.scalar(
-        select(User.id).where(func.lower(User.email) == normalized_email(email))
-    )
-    return found
+    return await users.account_with(conn, normalized_email(email))
 
 
 async def add_member(
@@ -125,14 +122,7 @@ async def add_member(
     else:
         # The placeholder's id, like an account's, is made at the clock's now.
         user_id = new_id_at(now)
-        await conn.execute(
-            insert(User).values(
-                id=user_id,
-                email=None if status == "pending" else email,
-                password_hash=None,
-                created_at=now,
-            )
-        )
+        await users.create(conn, user_id, None if status == "pending" else email, now)
     joined_at = now if status == "active" else None
     membership_id = await insert_new(
         conn,

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
-from hangar.kit.scoping import rows, scoped
+from hangar.kit.scoping import KeyContext, rows, scoped
 from hangar.orgs.models import Membership, Role
 from hangar.orgs.schemas import FULL_SCOPE, FullMemberRow, MemberRow
 

@@ -9,8 +9,8 @@ from typing import Any, TypedDict
 
 from pydantic import Field
 
-from hangar.auth.key_format import MEMBERS_FULL
 from hangar.kit.schemas import REQUIRED_SCOPE, Open
+from hangar.kit.scopes import MEMBERS_FULL
 
 FULL_SCOPE = MEMBERS_FULL
 

@@ -13,14 +13,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
-from sqlalchemy import Update, func, select, update
+from sqlalchemy import Update, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.models import Aircraft
+from hangar.fleet.commands import in_service, record_hobbs, require_aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict, Forbidden
 from hangar.kit.params import AwareDateTime
-from hangar.kit.rows import Record, created, locked, moved, public, referenced
+from hangar.kit.rows import Record, created, locked, moved, public
 from hangar.kit.rows import soft_delete as _soft_delete
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE
@@ -28,12 +28,11 @@ from hangar.orgs.commands import require_member
 from hangar.reservations.changes import count_change
 from hangar.reservations.models import ActivityType, Reservation
 from hangar.reservations.schemas import ReservationRow
-from hangar.squawks.models import Squawk
+from hangar.squawks.commands import open_grounding_count
 from hangar.webhooks import catalogue, outbox
 
 OPEN = ("confirmed", "standby")
 # A squawk still being worked on; a deferred one has been judged safe to fly with.
-UNRESOLVED_SQUAWK = ("open", "in_progress")
 
 
 class NewReservationBody(RequestBody):
@@ -132,7 +131,7 @@ async def create(
     if pilot_id != actor.user_id and not actor.can(RESERVATIONS_MANAGE):
         raise _forbidden()
     if body.aircraft_id is not None:
-        await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+        await require_aircraft(conn, actor.org_id, body.aircraft_id, "aircraft_id")
     for field, user_id in (("pilot_id", pilot_id), ("instructor_id", body.instructor_id)):
         if user_id is not None:
             await require_member(conn, actor.org_id, user_id, field)
@@ -162,25 +161,13 @@ async def _blocking_issues(
 ) -> list[str]:
     if aircraft_id is None:
         return []  # ground lessons need no aircraft
-    is_active = await conn.scalar(
-        select(Aircraft.is_active).where(
-            Aircraft.id == aircraft_id, Aircraft.org_id == org_id, Aircraft.deleted_at.is_(None)
-        )
-    )
+    is_active = await in_service(conn, org_id, aircraft_id)
     issues = []
     if is_active is None:
         issues.append("the aircraft is no longer in the fleet")
     elif not is_active:
         issues.append("the aircraft is inactive")
-    grounding = await conn.scalar(
-        select(func.count()).where(
-            Squawk.org_id == org_id,
-            Squawk.aircraft_id == aircraft_id,
-            Squawk.deleted_at.is_(None),
-            Squawk.is_grounding.is_(True),
-            Squawk.status.in_(UNRESOLVED_SQUAWK),
-        )
-    )
+    grounding = await open_grounding_count(conn, org_id, aircraft_id)
     if grounding:
         issues.append(f"the aircraft has {grounding} open grounding squawk(s)")
     return issues
@@ -228,11 +215,7 @@ async def checkout(
         _CLOSED_MEANWHILE,
     )
     if row["aircraft_id"] is not None:
-        await conn.execute(
-            update(Aircraft)
-            .where(Aircraft.id == row["aircraft_id"], Aircraft.org_id == actor.org_id)
-            .values(hobbs_current=body.hobbs_in)
-        )
+        await record_hobbs(conn, actor.org_id, row["aircraft_id"], body.hobbs_in)
     names = [catalogue.RESERVATION_COMPLETED, catalogue.FLIGHT_SESSION_COMPLETED]
     return await _announced(conn, actor, row, names, catalogue.reservation_completed(row), now)
 

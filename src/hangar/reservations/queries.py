@@ -18,11 +18,10 @@ from typing import Any, TypedDict
 
 from sqlalchemy import Select, bindparam, tuple_
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.cursor import Position
 from hangar.kit.schemas import field_names
-from hangar.kit.scoping import bound, scoped
+from hangar.kit.scoping import KeyContext, bound, scoped
 from hangar.kit.scoping import rows as scoped_rows
 from hangar.reservations.models import ActivityType, Reservation, ReservationStatus
 from hangar.reservations.schemas import Reservation as ReservationOut

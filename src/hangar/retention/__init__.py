@@ -10,9 +10,10 @@ deleted, oldest first, in small batches:
 - events older than the window that no delivery refers to;
 - sessions past their absolute expiry, and invitations a week past theirs.
 
-`batches` holds one batch of each kind (a short transaction on an index); `job` takes turns
-between them within a time budget, pausing between batches so deliveries, claims and the
-product's writes are never held up.
+Each feature makes the batches of its own tables (hangar.webhooks.retention, and `expired`
+in hangar.auth.sessions and hangar.orgs.invitations; a batch is a short transaction on an
+index, hangar.kit.batches); `job` takes turns between them within a time budget, pausing
+between batches so deliveries, claims and the product's writes are never held up.
 """
 
 from __future__ import annotations

@@ -19,17 +19,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
+from hangar.auth import sessions
 from hangar.foundation.metrics import RETENTION_PRUNED
 from hangar.jobs.scheduler import Done, JobRun
-from hangar.retention.batches import (
-    TABLES,
-    Batch,
-    Deliveries,
-    Events,
-    Oldest,
-    invitations,
-    sessions,
-)
+from hangar.kit.batches import Batch, Batches
+from hangar.orgs import invitations
+from hangar.webhooks import retention as delivery_log
+from hangar.webhooks.retention import Deliveries, Events
+
+# Every table retention deletes from, in the order it reports them.
+TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE)
 
 # An invitation's row outlives its expiry (7 days after it was issued, used or not) by this
 # much. Its link answers the same 404 with or without the row, so the grace is for the people
@@ -90,11 +89,11 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
     pause = sleep or partial(_until_stopping, run.stopping)
     cutoff = run.now - timedelta(days=run.services.settings.delivery_retention_days)
     deliveries = Deliveries(cutoff, pacing.deliveries)  # with their events
-    turns: deque[Deliveries | Events | Oldest] = deque(
+    turns: deque[Batches] = deque(
         (
             deliveries,
-            sessions(run.now, pacing.rows),
-            invitations(run.now - INVITATION_GRACE, pacing.rows),
+            sessions.expired(run.now, pacing.rows),
+            invitations.expired(run.now - INVITATION_GRACE, pacing.rows),
         )
     )
     pruned = dict.fromkeys(TABLES, 0)

@@ -12,10 +12,11 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.key_format import SCOPES
-from hangar.auth.models import ApiKey, User
+from hangar.auth.models import User
 from hangar.auth.passwords import hash_password
 from hangar.keys.issuing import issue_key
+from hangar.keys.models import ApiKey
+from hangar.kit.scopes import SCOPES
 from hangar.orgs.commands import create_org
 from hangar.orgs.members import Contact, add_member
 from hangar.orgs.models import Membership, Organization, Role

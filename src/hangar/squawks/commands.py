@@ -10,13 +10,13 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import Update, update
+from sqlalchemy import Update, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.models import Aircraft
+from hangar.fleet.commands import require_aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict
-from hangar.kit.rows import Record, created, locked, moved, public, referenced
+from hangar.kit.rows import Record, created, locked, moved, public
 from hangar.orgs.actors import Actor
 from hangar.squawks.models import Severity, Squawk
 from hangar.squawks.schemas import SquawkRow
@@ -50,7 +50,7 @@ async def _locked_unresolved(
 async def report(
     conn: AsyncConnection, actor: Actor, body: NewSquawkBody, now: datetime
 ) -> SquawkRow:
-    await referenced(conn, Aircraft, actor.org_id, body.aircraft_id, "aircraft_id")
+    await require_aircraft(conn, actor.org_id, body.aircraft_id, "aircraft_id")
     values = body.model_dump() | {
         "status": "open",
         "is_grounding": body.severity == "grounding",
@@ -111,3 +111,22 @@ async def escalate(
     data = catalogue.squawk_escalated(row)
     await outbox.record(conn, actor.org_id, [catalogue.SQUAWK_ESCALATED], data, now)
     return public(row, SquawkRow)
+
+
+UNRESOLVED = ("open", "in_progress")
+
+
+async def open_grounding_count(
+    conn: AsyncConnection, org_id: uuid.UUID, aircraft_id: uuid.UUID
+) -> int:
+    """The aircraft's grounding squawks not yet resolved (a check-in asks before a flight)."""
+    count = await conn.scalar(
+        select(func.count()).where(
+            Squawk.org_id == org_id,
+            Squawk.aircraft_id == aircraft_id,
+            Squawk.deleted_at.is_(None),
+            Squawk.is_grounding.is_(True),
+            Squawk.status.in_(UNRESOLVED),
+        )
+    )
+    return int(count or 0)

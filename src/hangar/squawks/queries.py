@@ -5,10 +5,9 @@ from __future__ import annotations
 import functools
 import uuid
 
-from hangar.auth.apikey import KeyContext
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.schemas import field_names
-from hangar.kit.scoping import bound, rows, scoped
+from hangar.kit.scoping import KeyContext, bound, rows, scoped
 from hangar.squawks.models import Squawk
 from hangar.squawks.schemas import Squawk as SquawkOut
 from hangar.squawks.schemas import SquawkRow

@@ -15,9 +15,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from starlette.responses import Response
 
-from hangar.auth.key_format import SCOPES
 from hangar.external.openapi import build_openapi
 from hangar.kit.schemas import REQUIRED_SCOPE
+from hangar.kit.scopes import SCOPES
 from hangar.web.events import EVENTS
 from hangar.web.pages import PACKAGE, PageRoute, render
 from hangar.web.response_fields import Body, bodies, type_of

@@ -14,7 +14,6 @@ from fastapi import APIRouter, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
-from hangar.auth.key_format import SCOPES
 from hangar.external.paths import FEED_PATH
 from hangar.keys import management as key_management
 from hangar.keys import service as key_service
@@ -22,6 +21,7 @@ from hangar.keys.management import KeyView, NewKeyView
 from hangar.keys.service import NewKey, Rotation
 from hangar.kit.container import Services
 from hangar.kit.routing import Now, ServicesDep, Tx, path_id
+from hangar.kit.scopes import SCOPES
 from hangar.web.access import Admin, AdminForm, AdminPage
 from hangar.web.forms import parse, submit
 from hangar.web.pages import PageRoute, redirect, render

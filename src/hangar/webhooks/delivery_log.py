@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth.models import User
+from hangar.auth import users
 from hangar.kit.container import Services
 from hangar.kit.errors import Conflict, NotFound, RateLimited
 from hangar.kit.ratelimit import Limit
@@ -150,25 +150,27 @@ async def _redeliveries(
     found: dict[uuid.UUID, list[RedeliveryView]] = {i: [] for i in ids}
     if not ids:
         return found
-    rows = await conn.execute(
+    records = await conn.execute(
         select(
             Redelivery.id,
             Redelivery.delivery_id,
             Redelivery.requested_at,
             Redelivery.requested_by,
             Redelivery.first_attempt,
-            User.email,
         )
-        .join(User, User.id == Redelivery.requested_by)
         .where(Redelivery.delivery_id.in_(ids))
         .order_by(Redelivery.requested_at, Redelivery.id)
     )
+    rows = records.all()
+    emails = await users.emails_of(conn, {r.requested_by for r in rows})
     for r in rows:
         found[r.delivery_id].append(
             RedeliveryView(
                 id=str(r.id),
                 requested_at=r.requested_at,
-                requested_by=RequesterView(id=str(r.requested_by), email=r.email),
+                requested_by=RequesterView(
+                    id=str(r.requested_by), email=emails.get(r.requested_by)
+                ),
                 first_attempt=r.first_attempt,
             )
         )

@@ -1,10 +1,11 @@
 """Every table, imported in one place so the metadata (and Alembic) sees them all."""
 
 from hangar.accounts.models import PasswordReset
-from hangar.auth.models import ApiKey, User, UserSession
+from hangar.auth.models import User, UserSession
 from hangar.db.base import Base
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
+from hangar.keys.models import ApiKey
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Organization, Role
 from hangar.reservations.models import Reservation, ReservationChanges

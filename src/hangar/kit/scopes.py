@@ -1,17 +1,9 @@
-"""API key format, generation, hashing and the scope vocabulary."""
+"""The scopes an API key may carry: the public API's vocabulary, shared by the keys that are
+issued with them, the reads that check them and the schemas that document them."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-import secrets
-from dataclasses import dataclass
-
-KEY_PREFIX = "svc_pk_"
-KEY_BODY_LENGTH = 43
-STORED_PREFIX_LENGTH = 12
-_KEY_RE = re.compile(r"svc_pk_[A-Za-z0-9_-]{43}")
-# The scope that adds members' contact fields (hangar.orgs.schemas reads it too).
+# The scope that adds members' contact fields.
 MEMBERS_FULL = "read:members.full"
 
 SCOPES: dict[str, str] = {
@@ -38,25 +30,3 @@ def scope_note(scopes: list[str]) -> str | None:
     if MEMBERS_FULL in scopes and "read:members" not in scopes:
         return FULL_WITHOUT_MEMBERS
     return None
-
-
-@dataclass(frozen=True)
-class NewKey:
-    key: str  # shown once, never stored
-    key_hash: str
-    prefix: str
-
-
-def generate_key() -> NewKey:
-    # 32 random bytes encode to exactly 43 URL-safe base64 characters.
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
-    assert len(key) == len(KEY_PREFIX) + KEY_BODY_LENGTH
-    return NewKey(key=key, key_hash=hash_key(key), prefix=key[:STORED_PREFIX_LENGTH])
-
-
-def is_well_formed(key: str) -> bool:
-    return _KEY_RE.fullmatch(key) is not None
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()

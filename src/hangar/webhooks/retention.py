@@ -1,5 +1,5 @@
-"""One batch of each kind of row retention deletes: a short transaction that finds its rows
-through an index, oldest first, and deletes about `size` of them (with what refers to them).
+"""Retention of the delivery log: the batches that delete finished deliveries (with their
+attempts and redeliveries) and the events no delivery refers to.
 
 - Finished deliveries are read from `ix_webhook_deliveries_finished` (completed_at, WHERE
   status <> 'pending') and locked FOR UPDATE SKIP LOCKED on PostgreSQL: a row that Redeliver
@@ -11,7 +11,6 @@ through an index, oldest first, and deletes about `size` of them (with what refe
   through `ix_webhook_deliveries_event_id`): those of the deliveries a batch deletes in the
   same transaction, by their ids; the others (events that no subscription received) read
   from `ix_events_created_at`, by keyset.
-- Sessions and invitations are read from their `expires_at` indexes, a range at a time.
 
 The statements are built here by name, so that tests hold each to its index.
 """
@@ -22,14 +21,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import ColumnElement, Delete, Select, and_, delete, exists, literal, or_, select
+from sqlalchemy import ColumnElement, Delete, Select, and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.orm import InstrumentedAttribute
 
-from hangar.auth.models import UserSession
-from hangar.orgs.models import Invitation
+from hangar.kit.batches import Batch, written
 from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
 from hangar.webhooks.queue import is_finished
 
@@ -37,21 +33,7 @@ DELIVERIES = Delivery.__tablename__
 ATTEMPTS = Attempt.__tablename__
 REDELIVERIES = Redelivery.__tablename__
 EVENTS = Event.__tablename__
-SESSIONS = UserSession.__tablename__
-INVITATIONS = Invitation.__tablename__
-# Every table retention deletes from, in the order it reports them.
-TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS, SESSIONS, INVITATIONS)
-
-
-@dataclass(frozen=True)
-class Batch:
-    deleted: dict[str, int]  # rows, by table
-    more: bool  # the batch was full: there may be more to delete
-
-
-def _literal(n: int) -> Any:
-    # Written into the SQL, not bound: a prepared statement's plan is then made for it.
-    return literal(n, literal_execute=True)
+TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS)
 
 
 # --- deliveries, with their attempts and redeliveries ------------------------------------
@@ -73,7 +55,7 @@ def finished_deliveries(
         stmt = stmt.where(Delivery.completed_at >= since)
     return (
         stmt.order_by(Delivery.completed_at)
-        .limit(_literal(size))
+        .limit(written(size))
         .with_for_update(skip_locked=True)  # SQLite: nothing (one writer at a time)
     )
 
@@ -148,7 +130,7 @@ def old_events(
             Event.created_at >= at,  # where the index's range starts
             or_(Event.created_at > at, Event.id > last),
         )
-    return stmt.order_by(Event.created_at, Event.id).limit(_literal(size))
+    return stmt.order_by(Event.created_at, Event.id).limit(written(size))
 
 
 @dataclass
@@ -173,58 +155,3 @@ class Events:
             self.after = (rows[-1].created_at, rows[-1].id)
             gone = await conn.execute(events_of([r.id for r in rows], self.cutoff))
         return Batch({EVENTS: gone.rowcount}, more=len(rows) == self.size)
-
-
-# --- sessions and invitations -------------------------------------------------------------
-
-
-@dataclass
-class Oldest:
-    """Rows of `model` whose `column` (indexed) is before `before`, oldest first. A batch is
-    a range of the index: up to the time of its `size`th row, read by OFFSET from the index.
-    It deletes `size` rows, more only when several share that last time."""
-
-    model: type[UserSession] | type[Invitation]
-    column: InstrumentedAttribute[datetime]
-    before: datetime
-    size: int
-    after: datetime | None = None  # where the last batch ended
-
-    def _range(self) -> ColumnElement[bool]:
-        rows = self.column < self.before
-        return rows if self.after is None else and_(rows, self.column > self.after)
-
-    def end_of_batch(self) -> Select[datetime]:
-        return (
-            select(self.column)
-            .where(self._range())
-            .order_by(self.column)
-            .offset(_literal(self.size - 1))
-            .limit(_literal(1))
-        )
-
-    def deleted(self, end: datetime | None) -> Delete:
-        """The batch that ends at `end` (None: all that is left before `before`)."""
-        rows = self._range()
-        if end is not None:
-            rows = and_(rows, self.column <= end)
-        return delete(self.model).where(rows)
-
-    async def run(self, engine: AsyncEngine) -> Batch:
-        async with engine.begin() as conn:
-            end = await conn.scalar(self.end_of_batch())
-            gone = await conn.execute(self.deleted(end))
-        self.after = end
-        return Batch({self.model.__tablename__: gone.rowcount}, more=end is not None)
-
-
-def sessions(now: datetime, size: int) -> Oldest:
-    """Sessions past their absolute expiry (one idle too long is past its expiry within
-    12 hours): nothing refers to a session."""
-    return Oldest(UserSession, UserSession.expires_at, now, size)
-
-
-def invitations(before: datetime, size: int) -> Oldest:
-    """Invitations that expired before `before`, used or not (every invitation expires, so
-    a used one goes too): nothing refers to an invitation."""
-    return Oldest(Invitation, Invitation.expires_at, before, size)

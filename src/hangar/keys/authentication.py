@@ -7,32 +7,23 @@ from __future__ import annotations
 
 import hmac
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, select, update
 
-from hangar.auth.key_format import hash_key, is_well_formed
-from hangar.auth.models import ApiKey
 from hangar.db.engine import Read, ReadConnection, read_connection
+from hangar.keys.key_format import hash_key, is_well_formed
+from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, RateLimited, Unauthorized
 from hangar.kit.ratelimit import API_LIMITS
+from hangar.kit.scoping import KeyContext
 
 MISSING = "A bearer token is required: send Authorization: Bearer <API_KEY>"
 MISSING_TOKEN = "An API key is required in the token query parameter"  # noqa: S105 (a message)
 INVALID = "The API key is invalid or revoked"
 # last_used_at is a hint for administrators, not an audit log: one write a minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-@dataclass(frozen=True)
-class KeyContext:
-    """The caller, as far as the public API is concerned: one key of one organization."""
-
-    key_id: uuid.UUID
-    org_id: uuid.UUID
-    scopes: frozenset[str]
 
 
 # Built once; the digest is its one parameter.
