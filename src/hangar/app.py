@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from hangar import web
-from hangar.accounts import invitation_routes, session_routes
+from hangar.accounts import session_routes
 from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
@@ -29,6 +29,7 @@ from hangar.kit.encoding import dumps
 from hangar.kit.error_handlers import install_error_handlers
 from hangar.logs.request_id import RequestId
 from hangar.maintenance import routes as maintenance_routes
+from hangar.orgs import invitation_routes
 from hangar.orgs import routes as member_routes
 from hangar.reservations import routes as reservation_routes
 from hangar.squawks import routes as squawk_routes

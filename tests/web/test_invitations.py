@@ -12,10 +12,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.auth import sessions
+from hangar.auth import sessions, users
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
-from hangar.orgs import invitations
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
 from tests.fixtures.environment import PASSWORD
@@ -306,7 +305,7 @@ async def test_a_password_form_that_loses_its_new_email_to_another_link_says_to_
         async def not_yet(conn: AsyncConnection, email: str, *, lock: bool = False) -> None:
             return None
 
-        monkeypatch.setattr(invitations, "account_with", not_yet)
+        monkeypatch.setattr(users, "account_with", not_yet)
         response = await person.post(f"{path}/password", data=password_form(form.text, "B's late"))
         monkeypatch.undo()
 

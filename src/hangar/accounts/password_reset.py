@@ -37,13 +37,13 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.models import PasswordReset
-from hangar.accounts.session_service import Started, started
 from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
+from hangar.orgs.actors import Started, started
 
 LIFETIME = timedelta(hours=24)
 # token_urlsafe(32) is 43 characters; anything much longer is not one of ours.

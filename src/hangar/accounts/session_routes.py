@@ -17,7 +17,8 @@ from hangar.auth import passwords, sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import JsonRoute, ServicesDep, Tx, client_of
-from hangar.orgs.access import current_session
+from hangar.orgs import actors
+from hangar.orgs.access import current_session, set_session_cookie
 
 router = APIRouter(include_in_schema=False, route_class=JsonRoute)
 
@@ -33,7 +34,7 @@ async def sign_in(request: Request, services: ServicesDep, credentials: Credenti
         services, credentials.email, credentials.password, client_of(request)
     )
     response = json_response(new.view)
-    session_service.set_session_cookie(response, services, new.token)
+    set_session_cookie(response, services, new.token)
     return response
 
 
@@ -41,7 +42,7 @@ async def sign_in(request: Request, services: ServicesDep, credentials: Credenti
 async def who_am_i(
     signed_in: Annotated[sessions.SignedIn, Depends(current_session)], conn: Tx
 ) -> Response:
-    return json_response(await session_service.session_view(conn, signed_in))
+    return json_response(await actors.session_view(conn, signed_in))
 
 
 @router.delete("/api/session", status_code=204)

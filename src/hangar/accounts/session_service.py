@@ -12,20 +12,17 @@ signing in from their own.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
-from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import RateLimited, Unauthorized
 from hangar.kit.ratelimit import Limit
 from hangar.kit.routing import before_body, client_of, services_of
-from hangar.orgs import actors
+from hangar.orgs.actors import Started, started
 
 # Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
 # costing a hash) is refused after 20, and a guesser working through many accounts gets 100
@@ -36,38 +33,6 @@ ADDRESS_LIMITS = (
 )
 # Failed sign-ins for one email from one address: slows guessing one person's password.
 ACCOUNT_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes for this email"),)
-
-
-class UserView(TypedDict):
-    id: str
-    email: str
-
-
-class SessionView(TypedDict):
-    """GET /api/session: who is signed in, their CSRF token, and where they are a member."""
-
-    user: UserView
-    csrf_token: str
-    memberships: list[actors.MembershipView]
-
-
-@dataclass(frozen=True)
-class Started:
-    """A session just started: the cookie's value, and what GET /api/session says of it."""
-
-    token: str
-    view: SessionView
-
-
-async def session_view(conn: AsyncConnection, signed_in: sessions.SignedIn) -> SessionView:
-    orgs = await actors.memberships(conn, signed_in.user_id)
-    user = UserView(id=str(signed_in.user_id), email=signed_in.email)
-    return SessionView(user=user, csrf_token=signed_in.csrf_token, memberships=orgs)
-
-
-async def started(conn: AsyncConnection, new: tuple[str, sessions.SignedIn]) -> Started:
-    token, signed_in = new
-    return Started(token, await session_view(conn, signed_in))
 
 
 Budget = tuple[str, tuple[Limit, ...]]
@@ -125,16 +90,3 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
 
 async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
     await sessions.sign_out(conn, session_id)
-
-
-def set_session_cookie(response: Response, services: Services, token: str) -> None:
-    """The session cookie, for the JSON sign-in, the /login form and the invitation page."""
-    response.set_cookie(
-        sessions.COOKIE,
-        token,
-        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
-        httponly=True,
-        samesite="lax",
-        secure=services.settings.public_url.startswith("https://"),
-        path="/",
-    )

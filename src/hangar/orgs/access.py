@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends, Request
+from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.kit.container import Services
@@ -93,3 +94,16 @@ def acting(*required: str) -> Any:
         return actor
 
     return Depends(dependency)
+
+
+def set_session_cookie(response: Response, services: Services, token: str) -> None:
+    """The session cookie, for the JSON sign-in, the /login form and the invitation page."""
+    response.set_cookie(
+        sessions.COOKIE,
+        token,
+        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=services.settings.public_url.startswith("https://"),
+        path="/",
+    )

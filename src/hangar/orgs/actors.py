@@ -95,3 +95,38 @@ async def memberships(conn: AsyncConnection, user_id: uuid.UUID) -> list[Members
         )
         for r in rows
     ]
+
+
+# The signed-in person, as GET /api/session (and each way of starting a session) shows them.
+
+
+class UserView(TypedDict):
+    id: str
+    email: str
+
+
+class SessionView(TypedDict):
+    """GET /api/session: who is signed in, their CSRF token, and where they are a member."""
+
+    user: UserView
+    csrf_token: str
+    memberships: list[MembershipView]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A session just started: the cookie's value, and what GET /api/session says of it."""
+
+    token: str
+    view: SessionView
+
+
+async def session_view(conn: AsyncConnection, signed_in: sessions.SignedIn) -> SessionView:
+    orgs = await memberships(conn, signed_in.user_id)
+    user = UserView(id=str(signed_in.user_id), email=signed_in.email)
+    return SessionView(user=user, csrf_token=signed_in.csrf_token, memberships=orgs)
+
+
+async def started(conn: AsyncConnection, new: tuple[str, sessions.SignedIn]) -> Started:
+    token, signed_in = new
+    return Started(token, await session_view(conn, signed_in))

@@ -23,12 +23,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from hangar.accounts import invitation_service
 from hangar.auth import sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import Now, ServicesDep, Tx
-from hangar.orgs import invitations
+from hangar.orgs import invitation_service, invitations
 from hangar.web.access import DoubleSubmit, checked_form, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 

@@ -1,6 +1,6 @@
 """The invited person's actions: open a link, accept it, make an account through it.
 
-Shared by /api/invitations/{token} (accounts/invitation_routes.py) and the invitation page
+Shared by /api/invitations/{token} (orgs/invitation_routes.py) and the invitation page
 (web/invitations.py); every unusable link is the same 404 (invitations.not_valid). Opening
 and accepting run in the caller's request transaction (`hangar.kit.routing.Tx`).
 """
@@ -12,11 +12,11 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.accounts.session_service import Started, started
 from hangar.auth import sessions
 from hangar.auth.passwords import hashed
 from hangar.kit.container import Services
 from hangar.orgs import invitations
+from hangar.orgs.actors import Started, started
 
 
 async def open_link(conn: AsyncConnection, token: str, now: datetime) -> invitations.Open:

@@ -23,12 +23,12 @@ from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
-from hangar.accounts import invitation_service, session_service
 from hangar.auth import passwords, sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import JsonRoute, Now, ServicesDep, Tx
-from hangar.orgs.access import csrf_if_signed_in, current_session
+from hangar.orgs import actors, invitation_service
+from hangar.orgs.access import csrf_if_signed_in, current_session, set_session_cookie
 
 router = APIRouter(
     prefix="/api/invitations/{token}", include_in_schema=False, route_class=JsonRoute
@@ -59,12 +59,12 @@ async def accept(
     now: Now,
 ) -> Response:
     await invitation_service.accept(conn, token, signed_in.user_id, now)
-    return _no_store(json_response(await session_service.session_view(conn, signed_in)))
+    return _no_store(json_response(await actors.session_view(conn, signed_in)))
 
 
 @router.post("/password", dependencies=[Depends(csrf_if_signed_in)])
 async def set_password(services: ServicesDep, token: str, body: NewPassword) -> Response:
     new = await invitation_service.choose_password(services, token, body.password)
     response = json_response(new.view)
-    session_service.set_session_cookie(response, services, new.token)
+    set_session_cookie(response, services, new.token)
     return _no_store(response)
