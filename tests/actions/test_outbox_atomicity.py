@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.auth.sessions import SignedIn
-from hangar.fleet import commands as fleet
+from hangar.fleet import service as fleet
 from hangar.fleet.models import Aircraft
 from hangar.foundation.ids import new_id
 from hangar.orgs.actors import Actor

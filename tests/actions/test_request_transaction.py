@@ -17,7 +17,7 @@ from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.kit.container import Services
 from hangar.orgs.actors import Actor
-from hangar.reservations import commands
+from hangar.reservations import service
 from hangar.reservations.models import Reservation
 from hangar.reservations.schemas import ReservationRow
 from tests.fixtures.actions import names, public, url
@@ -40,7 +40,7 @@ async def reservations_of(engine: AsyncEngine, org: Org) -> int:
 async def test_a_failed_commit_is_answered_503_and_keeps_nothing(
     admin: httpx.AsyncClient, client: httpx.AsyncClient, engine: AsyncEngine, org: Org
 ) -> None:
-    create = commands.create
+    create = service.create
 
     def refuse_commit(*_: Any) -> None:
         raise sa_exc.OperationalError("COMMIT", None, Exception("disk I/O error"))
@@ -54,7 +54,7 @@ async def test_a_failed_commit_is_answered_503_and_keeps_nothing(
         return created
 
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(commands, "create", create_then_fail_at_commit)
+        patched.setattr(service, "create", create_then_fail_at_commit)
         failed = await admin.post(url(org, "reservations"), json=SLOT)
 
     assert failed.status_code == 503

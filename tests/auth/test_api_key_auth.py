@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select, update
 
 from hangar.keys.key_format import generate_key, hash_key
-from hangar.keys.management import rotate_key
 from hangar.keys.models import ApiKey
+from hangar.keys.service import Rotation, rotate
 from hangar.kit.scopes import SCOPES
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
@@ -140,13 +140,13 @@ async def test_a_rotated_key_works_through_its_grace_window_then_is_401(
 ) -> None:
     old = await org.key_with("read:aircraft", "read:squawks")
     async with org.engine.begin() as conn:
-        rotated = await rotate_key(
+        rotated = await rotate(
             conn,
             org.id,
+            org.admin_id,
             await key_id(org, old),  # type: ignore[arg-type]
-            grace_hours=24,
-            rotated_by=org.admin_id,
-            now=clock.now(),
+            Rotation(grace_hours=24),
+            clock.now(),
         )
     new = rotated["new"]["key"]
     assert rotated["new"]["scopes"] == ["read:aircraft", "read:squawks"]

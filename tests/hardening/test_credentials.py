@@ -26,8 +26,8 @@ from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.keys.authentication import MISSING, KeyAuthenticator
 from hangar.keys.key_format import KEY_PREFIX, STORED_PREFIX_LENGTH, hash_key
-from hangar.keys.management import rotate_key
 from hangar.keys.models import ApiKey
+from hangar.keys.service import Rotation, rotate
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.kit.scopes import SCOPES
@@ -140,8 +140,8 @@ async def test_a_rotated_key_is_401_the_instant_its_grace_window_ends(
     async with org.engine.begin() as conn:
         old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
         assert old_id is not None
-        rotated = await rotate_key(
-            conn, org.id, old_id, grace_hours=1, rotated_by=org.admin_id, now=clock.now()
+        rotated = await rotate(
+            conn, org.id, org.admin_id, old_id, Rotation(grace_hours=1), clock.now()
         )
     new = rotated["new"]["key"]
     end = clock.now() + timedelta(hours=1)
@@ -165,9 +165,7 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
     async with org.engine.begin() as conn:
         old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
         assert old_id is not None
-        await rotate_key(
-            conn, org.id, old_id, grace_hours=0, rotated_by=org.admin_id, now=clock.now()
-        )
+        await rotate(conn, org.id, org.admin_id, old_id, Rotation(grace_hours=0), clock.now())
     assert_401(await call(client, f"{API}/aircraft", old))
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.auth import sessions
 from hangar.auth.models import UserSession
 from hangar.db.engine import make_engine
-from hangar.keys import management
+from hangar.keys import service as key_service
 from hangar.kit.container import Services
 from tests.fixtures.clients import session_for, signed_in_as
 from tests.fixtures.environment import PG_URL
@@ -125,7 +125,7 @@ async def test_on_sqlite_a_session_touch_does_not_hold_the_write_lock_for_the_re
 ) -> None:
     path = services.settings.database_url.removeprefix("sqlite:///")
     probed: list[str] = []
-    list_keys = management.list_keys
+    list_keys = key_service.list_keys
 
     async def list_then_probe(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         # Mid-request, after the touch: another writer gets the lock at once.
@@ -140,7 +140,7 @@ async def test_on_sqlite_a_session_touch_does_not_hold_the_write_lock_for_the_re
             other_writer.close()
         return await list_keys(conn, *args, **kwargs)
 
-    monkeypatch.setattr(management, "list_keys", list_then_probe)
+    monkeypatch.setattr(key_service, "list_keys", list_then_probe)
     async with signed_in_as(services, org.admin_id) as admin:
         clock.advance(seconds=sessions.TOUCH_EVERY.total_seconds() + 1)
         listed = await admin.get(f"/api/orgs/{org.id}/api-keys")

@@ -25,7 +25,6 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
-from sqlalchemy import false, func, select
 from starlette.responses import Response
 
 from hangar.foundation.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
@@ -33,8 +32,7 @@ from hangar.kit.container import Services
 from hangar.kit.error_handlers import error_response
 from hangar.kit.errors import NotFound
 from hangar.kit.routing import bearer, services_of
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import MAX_IN_FLIGHT, is_due, is_in_flight, is_pending, with_due_work
+from hangar.webhooks.queue import Gauges, gauges
 
 log = logging.getLogger("hangar")
 router = APIRouter()
@@ -76,39 +74,35 @@ class _ThisProcess:
 
 @dataclass(frozen=True)
 class _Queue:
-    pending: int
-    in_flight: int
-    held_by_cap: int
-    oldest_due_age_s: float
-    disabled: int
+    read: Gauges
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
             "hangar_webhook_deliveries_pending",
             "Deliveries waiting for an attempt (due now or retrying later)",
-            value=self.pending,
+            value=self.read.pending,
         )
         yield GaugeMetricFamily(
             "hangar_webhook_deliveries_in_flight",
             "Deliveries being attempted now, by any worker (their leases are live)",
-            value=self.in_flight,
+            value=self.read.in_flight,
         )
         yield GaugeMetricFamily(
             "hangar_webhook_deliveries_held_by_cap",
             "Due deliveries waiting for their own endpoint: its subscription has as many "
             "attempts in flight as it may",
-            value=self.held_by_cap,
+            value=self.read.held_by_cap,
         )
         yield GaugeMetricFamily(
             "hangar_webhook_oldest_due_delivery_age_seconds",
             "How long the longest-waiting delivery a worker could take now has been due "
             "(0 when none is): growing, the workers are too few",
-            value=self.oldest_due_age_s,
+            value=self.read.oldest_due_age_s,
         )
         yield GaugeMetricFamily(
             "hangar_webhook_subscriptions_disabled",
             "Subscriptions disabled now (automatically or by an administrator), not deleted",
-            value=self.disabled,
+            value=self.read.disabled,
         )
 
 
@@ -116,42 +110,11 @@ async def _queue(services: Services) -> _Queue | None:
     """The queue's gauges, read now; None (and a database error counted) when the database
     does not answer: the rest of the scrape is still worth serving."""
     now = services.clock.now()
-    pending = is_pending()
-    waiting = with_due_work(now)
-    capped = waiting.c.busy >= MAX_IN_FLIGHT
     try:
         async with services.engine.connect() as conn:
-            count = await conn.scalar(select(func.count()).select_from(Delivery).where(pending))
-            in_flight = await conn.scalar(
-                select(func.count()).select_from(Delivery).where(is_in_flight(now))
-            )
-            # Due work splits in two: held back by its subscription's cap (the endpoint's
-            # pace), or claimable now (waiting for a worker's slot).
-            oldest = await conn.scalar(select(func.min(waiting.c.head)).where(~capped))
-            held = await conn.scalar(
-                select(func.count())
-                .select_from(Delivery)
-                .join(waiting, waiting.c.subscription_id == Delivery.subscription_id)
-                .where(capped, is_due(now))
-            )
-            disabled = await conn.scalar(
-                select(func.count())
-                .select_from(Subscription)
-                .where(Subscription.enabled == false(), Subscription.deleted_at.is_(None))
-            )
+            read = await gauges(conn, now)
     except Exception:
         DATABASE_ERRORS.labels("metrics").inc()
         log.warning("metrics: the queue's gauges could not be read", exc_info=True)
         return None
-    age = 0.0
-    if oldest is not None:
-        if oldest.tzinfo is None:  # SQLite through an aggregate loses the column type
-            oldest = oldest.replace(tzinfo=now.tzinfo)
-        age = max((now - oldest).total_seconds(), 0.0)
-    return _Queue(
-        pending=count or 0,
-        in_flight=in_flight or 0,
-        held_by_cap=held or 0,
-        oldest_due_age_s=age,
-        disabled=disabled or 0,
-    )
+    return _Queue(read)

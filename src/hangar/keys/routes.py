@@ -11,8 +11,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from hangar.keys import service as key_service
-from hangar.keys.management import API_KEY
-from hangar.keys.service import NewKey, Rotation
+from hangar.keys.service import API_KEY, NewKey, Rotation
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
 from hangar.orgs.access import acting

@@ -2,21 +2,29 @@
 
 Each action once, for the management API (keys/routes.py) and the Org Settings screens
 (web/keys.py) alike: the request bodies live here, and the callers only present the result
-(JSON or a page). The caller's request owns the transaction (`hangar.kit.routing.Tx`) and
-reads the clock once (`Now`).
+(JSON or a page). Callers have checked org.settings; the caller's request owns the
+transaction (`hangar.kit.routing.Tx`) and reads the clock once (`Now`).
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
 
 from pydantic import Field
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.keys import management as keys
-from hangar.keys.management import KeyView, NewKeyView, Rotated
+from hangar.keys.issuing import IssuedKey, issue_key
+from hangar.keys.models import ApiKey
 from hangar.kit.bodies import RequestBody
+from hangar.kit.errors import Conflict, NotFound, Unprocessable
+
+# What a 404 calls one.
+API_KEY = "API key"
+DEFAULT_GRACE_HOURS = 24
+MAX_GRACE_HOURS = 168
 
 
 class NewKey(RequestBody):
@@ -25,25 +33,106 @@ class NewKey(RequestBody):
 
 
 class Rotation(RequestBody):
-    grace_hours: int = Field(keys.DEFAULT_GRACE_HOURS, ge=0, le=keys.MAX_GRACE_HOURS)
+    grace_hours: int = Field(DEFAULT_GRACE_HOURS, ge=0, le=MAX_GRACE_HOURS)
+
+
+_VIEW_COLUMNS = (
+    ApiKey.id,
+    ApiKey.name,
+    ApiKey.prefix,
+    ApiKey.scopes,
+    ApiKey.created_at,
+    ApiKey.created_by,
+    ApiKey.last_used_at,
+    ApiKey.expires_at,
+    ApiKey.revoked_at,
+    ApiKey.replaced_by,
+)
+
+
+class KeyView(TypedDict):
+    """A key as the management API and the screens show it: never the key itself."""
+
+    id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    status: str
+    created_at: datetime
+    created_by: str | None
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    replaced_by: str | None
+
+
+class NewKeyView(KeyView):
+    """A key just issued: the one answer that holds the full key."""
+
+    key: str
+
+
+class Rotated(TypedDict):
+    new: NewKeyView
+    old: KeyView
+
+
+def status_of(revoked_at: datetime | None, expires_at: datetime | None, now: datetime) -> str:
+    if revoked_at is not None:
+        return "revoked"
+    if expires_at is None:
+        return "active"
+    return "expiring" if expires_at > now else "expired"
+
+
+def _view(row: Any, now: datetime) -> KeyView:
+    return KeyView(
+        id=str(row.id),
+        name=row.name,
+        prefix=row.prefix,
+        scopes=list(row.scopes or []),
+        status=status_of(row.revoked_at, row.expires_at, now),
+        created_at=row.created_at,
+        created_by=str(row.created_by) if row.created_by else None,
+        last_used_at=row.last_used_at,
+        expires_at=row.expires_at,
+        replaced_by=str(row.replaced_by) if row.replaced_by else None,
+    )
 
 
 async def list_keys(conn: AsyncConnection, org_id: uuid.UUID, now: datetime) -> list[KeyView]:
-    return await keys.list_keys(conn, org_id, now)
+    rows = await conn.execute(
+        select(*_VIEW_COLUMNS)
+        .where(ApiKey.org_id == org_id)
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    )
+    return [_view(row, now) for row in rows]
 
 
 async def get(
-    conn: AsyncConnection, org_id: uuid.UUID, key_id: uuid.UUID, now: datetime
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    key_id: uuid.UUID,
+    now: datetime,
+    *,
+    lock: bool = False,
 ) -> KeyView:
-    return await keys.get_key(conn, org_id, key_id, now)
+    stmt = select(*_VIEW_COLUMNS).where(ApiKey.org_id == org_id, ApiKey.id == key_id)
+    row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
+    if row is None:
+        raise NotFound(API_KEY)
+    return _view(row, now)
+
+
+def _with_key(view: KeyView, issued: IssuedKey) -> NewKeyView:
+    return NewKeyView(**view, key=issued.key)
 
 
 async def create(
     conn: AsyncConnection, org_id: uuid.UUID, by: uuid.UUID, body: NewKey, now: datetime
 ) -> NewKeyView:
-    return await keys.create_key(
-        conn, org_id, name=body.name, scopes=body.scopes or [], created_by=by, now=now
-    )
+    scopes = body.scopes or []
+    issued = await issue_key(conn, org_id, name=body.name, scopes=scopes, now=now, created_by=by)
+    return _with_key(await get(conn, org_id, issued.id, now), issued)
 
 
 async def rotate(
@@ -54,12 +143,39 @@ async def rotate(
     body: Rotation,
     now: datetime,
 ) -> Rotated:
-    return await keys.rotate_key(
-        conn, org_id, key_id, grace_hours=body.grace_hours, rotated_by=by, now=now
+    """A new key with the old one's scopes; the old one works `grace_hours` longer."""
+    old = await get(conn, org_id, key_id, now, lock=True)
+    if not old["scopes"]:
+        raise Unprocessable(
+            "API_KEY_SCOPES_REQUIRED",
+            "This key has no scopes and cannot be rotated; create a new key with scopes",
+        )
+    if old["status"] != "active":
+        raise Conflict(
+            f"Only an active key can be rotated; this one is {old['status']}", "API_KEY_NOT_ACTIVE"
+        )
+    issued = await issue_key(
+        conn, org_id, name=old["name"], scopes=old["scopes"], now=now, created_by=by
+    )
+    await conn.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id)
+        .values(expires_at=now + timedelta(hours=body.grace_hours), replaced_by=issued.id)
+    )
+    return Rotated(
+        new=_with_key(await get(conn, org_id, issued.id, now), issued),
+        old=await get(conn, org_id, key_id, now),
     )
 
 
 async def revoke(
     conn: AsyncConnection, org_id: uuid.UUID, key_id: uuid.UUID, now: datetime
 ) -> KeyView:
-    return await keys.revoke_key(conn, org_id, key_id, now)
+    """Immediate and irreversible; revoking a revoked key changes nothing."""
+    await get(conn, org_id, key_id, now, lock=True)
+    await conn.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    return await get(conn, org_id, key_id, now)

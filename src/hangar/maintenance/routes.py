@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from hangar.kit.responses import json_response
 from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
-from hangar.maintenance import commands
+from hangar.maintenance import service
 from hangar.orgs.access import acting
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import MAINTENANCE_MANAGE
@@ -19,20 +19,20 @@ Mechanic = Annotated[Actor, acting(MAINTENANCE_MANAGE)]
 
 
 @router.post("/maintenance-logs", status_code=201)
-async def create_log(actor: Mechanic, conn: Tx, now: Now, body: commands.NewLogBody) -> Response:
-    return json_response(await commands.create_log(conn, actor, body, now), 201)
+async def create_log(actor: Mechanic, conn: Tx, now: Now, body: service.NewLogBody) -> Response:
+    return json_response(await service.create_log(conn, actor, body, now), 201)
 
 
 @router.post("/work-orders", status_code=201)
 async def create_work_order(
-    actor: Mechanic, conn: Tx, now: Now, body: commands.NewWorkOrderBody
+    actor: Mechanic, conn: Tx, now: Now, body: service.NewWorkOrderBody
 ) -> Response:
-    return json_response(await commands.create_work_order(conn, actor, body, now), 201)
+    return json_response(await service.create_work_order(conn, actor, body, now), 201)
 
 
 @router.patch("/work-orders/{work_order_id}")
 async def update_work_order(
-    actor: Mechanic, conn: Tx, now: Now, work_order_id: str, body: commands.WorkOrderPatch
+    actor: Mechanic, conn: Tx, now: Now, work_order_id: str, body: service.WorkOrderPatch
 ) -> Response:
     target = path_id(work_order_id, "work order")
-    return json_response(await commands.update_work_order(conn, actor, target, body, now))
+    return json_response(await service.update_work_order(conn, actor, target, body, now))

@@ -13,7 +13,7 @@ from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_
 from hangar.orgs.access import acting
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE, RESERVATIONS_OWN
-from hangar.reservations import commands
+from hangar.reservations import service
 
 router = APIRouter(
     prefix=f"{ORG_PREFIX}/reservations", include_in_schema=False, route_class=JsonRoute
@@ -28,21 +28,21 @@ def _id(text: str) -> uuid.UUID:
 
 
 @router.post("", status_code=201)
-async def create(actor: Pilot, conn: Tx, now: Now, body: commands.NewReservationBody) -> Response:
-    return json_response(await commands.create(conn, actor, body, now), 201)
+async def create(actor: Pilot, conn: Tx, now: Now, body: service.NewReservationBody) -> Response:
+    return json_response(await service.create(conn, actor, body, now), 201)
 
 
 @router.delete("/{reservation_id}", status_code=204)
 async def delete(actor: Staff, conn: Tx, now: Now, reservation_id: str) -> Response:
-    await commands.soft_delete(conn, actor, _id(reservation_id), now)
+    await service.soft_delete(conn, actor, _id(reservation_id), now)
     return no_content()
 
 
 @router.post("/{reservation_id}/cancel")
 async def cancel(
-    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: commands.CancelBody
+    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: service.CancelBody
 ) -> Response:
-    return json_response(await commands.cancel(conn, actor, _id(reservation_id), body, now))
+    return json_response(await service.cancel(conn, actor, _id(reservation_id), body, now))
 
 
 @router.post("/{reservation_id}/check-in")
@@ -51,20 +51,20 @@ async def check_in(
     conn: Tx,
     now: Now,
     reservation_id: str,
-    body: commands.CheckInBody | None = None,
+    body: service.CheckInBody | None = None,
 ) -> Response:
-    return json_response(await commands.check_in(conn, actor, _id(reservation_id), body, now))
+    return json_response(await service.check_in(conn, actor, _id(reservation_id), body, now))
 
 
 @router.post("/{reservation_id}/checkout")
 async def checkout(
-    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: commands.CheckoutBody
+    actor: Pilot, conn: Tx, now: Now, reservation_id: str, body: service.CheckoutBody
 ) -> Response:
-    return json_response(await commands.checkout(conn, actor, _id(reservation_id), body, now))
+    return json_response(await service.checkout(conn, actor, _id(reservation_id), body, now))
 
 
 @router.patch("/{reservation_id}")
 async def set_status(
-    actor: Staff, conn: Tx, now: Now, reservation_id: str, body: commands.StatusBody
+    actor: Staff, conn: Tx, now: Now, reservation_id: str, body: service.StatusBody
 ) -> Response:
-    return json_response(await commands.set_status(conn, actor, _id(reservation_id), body, now))
+    return json_response(await service.set_status(conn, actor, _id(reservation_id), body, now))

@@ -15,10 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.external.paths import FEED_PATH
-from hangar.keys import management as key_management
 from hangar.keys import service as key_service
-from hangar.keys.management import KeyView, NewKeyView
-from hangar.keys.service import NewKey, Rotation
+from hangar.keys.service import KeyView, NewKey, NewKeyView, Rotation
 from hangar.kit.container import Services
 from hangar.kit.routing import Now, ServicesDep, Tx, path_id
 from hangar.kit.scopes import SCOPES
@@ -121,7 +119,7 @@ async def create_key(
 
 
 async def _one(conn: AsyncConnection, admin: Admin, key_id: str, now: datetime) -> KeyView:
-    return await key_service.get(conn, admin.org_id, path_id(key_id, key_management.API_KEY), now)
+    return await key_service.get(conn, admin.org_id, path_id(key_id, key_service.API_KEY), now)
 
 
 def _rotate_form(
@@ -139,8 +137,8 @@ def _rotate_form(
         status,
         **admin.page(
             key=key,
-            grace=grace or str(key_management.DEFAULT_GRACE_HOURS),
-            max_grace=key_management.MAX_GRACE_HOURS,
+            grace=grace or str(key_service.DEFAULT_GRACE_HOURS),
+            max_grace=key_service.MAX_GRACE_HOURS,
             errors=errors or {},
             section="keys",
         ),
@@ -163,13 +161,13 @@ async def rotate_key(
     # A form holds text; the body is strict, so only digits become the number of hours.
     hours: int | str = int(grace) if grace.isascii() and grace.isdigit() else grace
     if grace == "":
-        hours = key_management.DEFAULT_GRACE_HOURS
+        hours = key_service.DEFAULT_GRACE_HOURS
     body, _ = parse(Rotation, {"grace_hours": hours})
     if body is None:
         key = await _one(conn, admin, key_id, now)
         errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
-    target = path_id(key_id, key_management.API_KEY)
+    target = path_id(key_id, key_service.API_KEY)
     rotated = await key_service.rotate(conn, admin.org_id, admin.user_id, target, body, now)
     return _shown_once(request, services, admin, rotated["new"], old=rotated["old"], section="keys")
 
@@ -185,5 +183,5 @@ async def revoke_form(
 @router.post("/{key_id}/revoke")
 async def revoke_key(posted: AdminForm, conn: Tx, now: Now, key_id: str) -> Response:
     admin = posted.admin
-    await key_service.revoke(conn, admin.org_id, path_id(key_id, key_management.API_KEY), now)
+    await key_service.revoke(conn, admin.org_id, path_id(key_id, key_service.API_KEY), now)
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

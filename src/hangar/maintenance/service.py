@@ -14,7 +14,7 @@ from pydantic import Field
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.commands import require_aircraft
+from hangar.fleet.service import require_aircraft
 from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict
 from hangar.kit.params import AwareDateTime

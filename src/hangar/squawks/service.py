@@ -13,7 +13,7 @@ from pydantic import Field
 from sqlalchemy import Update, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.commands import require_aircraft
+from hangar.fleet.service import require_aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict
 from hangar.kit.rows import Record, created, locked, moved, public

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from sqlalchemy import Update, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.fleet.commands import in_service, record_hobbs, require_aircraft
+from hangar.fleet.service import in_service, record_hobbs, require_aircraft
 from hangar.kit.bodies import BodyId, RequestBody
 from hangar.kit.errors import Conflict, Forbidden
 from hangar.kit.params import AwareDateTime
@@ -28,7 +28,7 @@ from hangar.orgs.commands import require_member
 from hangar.reservations.changes import count_change
 from hangar.reservations.models import ActivityType, Reservation
 from hangar.reservations.schemas import ReservationRow
-from hangar.squawks.commands import open_grounding_count
+from hangar.squawks.service import open_grounding_count
 from hangar.webhooks import catalogue, outbox
 
 OPEN = ("confirmed", "standby")
