@@ -11,7 +11,7 @@ import httpx
 from sqlalchemy import func, select
 
 from hangar.accounts.models import PasswordReset
-from hangar.accounts.password_reset import token_hash
+from hangar.accounts.service import token_hash
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
 from tests.fixtures.cli import Cli, api

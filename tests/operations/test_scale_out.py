@@ -37,7 +37,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.accounts.session_service import ADDRESS_LIMITS
+from hangar.accounts.service import ADDRESS_LIMITS
 from hangar.auth import sessions
 from hangar.fleet.models import Aircraft
 from hangar.foundation.clock import SystemClock

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.accounts import password_reset
+from hangar.accounts import service as accounts
 from hangar.auth import sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
@@ -28,7 +28,7 @@ GONE = "This password reset link is not valid or has expired"
 async def issued(engine: AsyncEngine, email: str, clock: FakeClock) -> str:
     """A recovery link's token for `email`'s account, as the operator's command makes it."""
     async with engine.begin() as conn:
-        return (await password_reset.issue(conn, email, clock.now())).token
+        return (await accounts.issue_reset(conn, email, clock.now())).token
 
 
 async def reset(person: httpx.AsyncClient, token: str, password: str) -> httpx.Response:
@@ -75,7 +75,7 @@ async def test_the_link_sets_the_password_signs_in_and_signs_every_other_session
 
 
 async def test_a_link_works_for_24_hours(services: Services, org: Org, clock: FakeClock) -> None:
-    assert password_reset.LIFETIME.total_seconds() == 24 * 3600
+    assert accounts.RESET_LIFETIME.total_seconds() == 24 * 3600
     early = f"early-{uuid.uuid4().hex[:8]}@example.org"
     late = f"late-{uuid.uuid4().hex[:8]}@example.org"
     for email in (early, late):

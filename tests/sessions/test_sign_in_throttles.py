@@ -17,7 +17,7 @@ import argon2
 import httpx
 import pytest
 
-from hangar.accounts.session_service import ACCOUNT_LIMITS, ADDRESS_LIMITS
+from hangar.accounts.service import ACCOUNT_LIMITS, ADDRESS_LIMITS
 from hangar.auth import passwords, sessions
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

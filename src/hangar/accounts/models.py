@@ -12,7 +12,7 @@ from hangar.db.base import Base, id_column
 
 
 class PasswordReset(Base):
-    """A live recovery link for one account (accounts.password_reset).
+    """A live recovery link for one account (accounts.service).
 
     Only the SHA-256 of the token is stored, so a database dump holds no usable link. At most
     one per account (`user_id` is unique: a new link replaces the last), and the row is

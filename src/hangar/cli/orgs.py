@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.accounts import password_reset
+from hangar.accounts import service as accounts
 from hangar.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from hangar.cli.common import (
     OrgOption,
@@ -148,18 +148,18 @@ def user_reset_password(email: Email) -> None:
     current = migrated_settings()
     now = SystemClock().now()
 
-    async def work(conn: AsyncConnection) -> password_reset.Issued:
-        return await password_reset.issue(conn, email, now)
+    async def work(conn: AsyncConnection) -> accounts.IssuedReset:
+        return await accounts.issue_reset(conn, email, now)
 
     issued = run_in_transaction(current, work)
-    url = password_reset.link(current.public_url, issued.token)
+    url = accounts.reset_link(current.public_url, issued.token)
     out: dict[str, Any] = {"user_id": str(issued.user_id), "email": issued.email}
     mailer = mailer_of(current)
     if mailer is None:
         out["reset_url"] = url
     else:
         try:
-            asyncio.run(mailer.send(password_reset.reset_mail(issued, url, now)))
+            asyncio.run(mailer.send(accounts.reset_mail(issued, url, now)))
             out["sent"] = True
         except NotSent as why:
             out |= {"sent": False, "reset_url": url}

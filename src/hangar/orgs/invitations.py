@@ -16,7 +16,7 @@ its own organization's link, and the link never hands anyone an account that exi
   one with a password, not one without (made by the operator or the demo, never signed in
   to), not one whose memberships were all removed. Such an account's holder signs in, or, if
   they cannot, gets the operator's recovery link (`hangar user reset-password`,
-  accounts.password_reset); choosing a password for it answers 409 ACCOUNT_EXISTS.
+  accounts.service); choosing a password for it answers 409 ACCOUNT_EXISTS.
 
 What the link shows its holder (`Open.public`) is the same whatever the email's history: this
 organization, the role, the email and the expiry, never whether an account exists, nor any

@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime
 
 import orjson
 
+from hangar.kit.encoding import dumps
 from hangar.webhooks import catalogue as c
-from hangar.webhooks.outbox import serialize
 
 _AIRCRAFT = {
     "id": "0196a1f2-7c3e-7a10-9d1e-3b2f4c5d6e7f",
@@ -66,7 +66,7 @@ class EventDoc:
         envelope = {
             "event": self.name,
             "delivered_at": "2026-05-04T16:07:31.482113Z",
-            "data": orjson.loads(serialize(self.data)),
+            "data": orjson.loads(dumps(self.data)),
         }
         return orjson.dumps(envelope, option=orjson.OPT_INDENT_2).decode()
 

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from hangar.webhooks.health import BucketView, HealthView, SeriesView, duration_words
+from hangar.webhooks.service import BucketView, HealthView, SeriesView, duration_words
 
 WIDTH, HEIGHT = 360, 190
 LEFT, RIGHT, TOP, BOTTOM = 34, 306, 14, 160  # the plot area; labels go around it

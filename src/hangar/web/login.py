@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts.session_service import sign_in_or_refuse, sign_out
+from hangar.accounts.service import sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError

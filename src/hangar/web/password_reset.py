@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts import password_reset
+from hangar.accounts import service as accounts
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.kit.routing import ServicesDep
@@ -21,7 +21,7 @@ from hangar.web.pages import PageExit, PageRoute, error_page, render
 
 router = APIRouter(route_class=PageRoute)
 
-RESET_FORM = DoubleSubmit("hangar_reset_csrf", password_reset.PATH.rstrip("/"))
+RESET_FORM = DoubleSubmit("hangar_reset_csrf", accounts.RESET_PATH.rstrip("/"))
 
 
 def _gone(request: Request) -> PageExit:
@@ -31,15 +31,15 @@ def _gone(request: Request) -> PageExit:
             404,
             "Password reset link not valid",
             "This password reset link is not valid or has expired. Links work once and for "
-            f"{int(password_reset.LIFETIME.total_seconds() // 3600)} hours, and only the "
+            f"{int(accounts.RESET_LIFETIME.total_seconds() // 3600)} hours, and only the "
             "newest one made for an account: ask the operator for a new one.",
         )
     )
 
 
-async def _opened(request: Request, services: Services, token: str) -> password_reset.Open:
+async def _opened(request: Request, services: Services, token: str) -> accounts.OpenReset:
     async with services.engine.connect() as conn:
-        found = await password_reset.find(conn, token, services.clock.now())
+        found = await accounts.find_reset(conn, token, services.clock.now())
     if found is None:
         raise _gone(request)
     return found
@@ -48,7 +48,7 @@ async def _opened(request: Request, services: Services, token: str) -> password_
 def _form(
     request: Request,
     services: Services,
-    found: password_reset.Open,
+    found: accounts.OpenReset,
     token: str,
     *,
     status: int = 200,
@@ -87,7 +87,7 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
     if problem is not None:
         return again(422, problem)
     try:
-        new = await password_reset.choose_password(services, token, password)
+        new = await accounts.choose_new_password(services, token, password)
     except ApiError as refused:
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise

@@ -21,12 +21,17 @@ from hangar.web.forms import submit
 from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
-from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.catalogue import ALL_EVENTS
-from hangar.webhooks.delivery_log import DELIVERY, REDELIVERY_LIMITS
-from hangar.webhooks.health import duration_words, percent_words
-from hangar.webhooks.service import NewSubscription, SubscriptionEdit
-from hangar.webhooks.subscriptions import SubscriptionView
+from hangar.webhooks.service import (
+    DELIVERY,
+    REDELIVERY_LIMITS,
+    SUBSCRIPTION,
+    NewSubscription,
+    SubscriptionEdit,
+    SubscriptionView,
+    duration_words,
+    percent_words,
+)
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 
@@ -125,7 +130,7 @@ async def create(
 
 
 async def _one(conn: AsyncConnection, admin: Admin, sub_id: str) -> SubscriptionView:
-    return await service.get(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION))
+    return await service.get(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION))
 
 
 @router.get("/{sub_id}/edit")
@@ -139,7 +144,7 @@ async def edit(
 ) -> Response:
     admin, values = posted.admin, _posted(posted)
     sub = await _one(conn, admin, sub_id)
-    target = path_id(sub_id, subs.SUBSCRIPTION)
+    target = path_id(sub_id, SUBSCRIPTION)
     edited, errors = await submit(
         SubscriptionEdit,
         values,
@@ -160,14 +165,14 @@ async def delete_form(request: Request, admin: AdminPage, conn: Tx, sub_id: str)
 @router.post("/{sub_id}/delete")
 async def delete(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
     admin = posted.admin
-    await service.delete(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), now)
+    await service.delete(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
 @router.post("/{sub_id}/enable")
 async def enable(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
     admin = posted.admin
-    await service.enable(conn, admin.org_id, path_id(sub_id, subs.SUBSCRIPTION), now)
+    await service.enable(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
@@ -176,7 +181,7 @@ async def test(
     services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
 ) -> Response:
     admin = posted.admin
-    target = path_id(sub_id, subs.SUBSCRIPTION)
+    target = path_id(sub_id, SUBSCRIPTION)
     await service.fire_test(conn, services, admin.org_id, target, now)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
@@ -185,7 +190,7 @@ async def test(
 async def deliveries(
     request: Request, services: ServicesDep, admin: AdminPage, conn: Tx, now: Now, sub_id: str
 ) -> Response:
-    target = path_id(sub_id, subs.SUBSCRIPTION)
+    target = path_id(sub_id, SUBSCRIPTION)
     sub = await service.get(conn, admin.org_id, target)
     health = await service.subscription_health(conn, services, admin.org_id, target, now)
     found = await service.deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)
@@ -212,7 +217,7 @@ async def redeliver(
     services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str, delivery_id: str
 ) -> Response:
     admin = posted.admin
-    target = path_id(sub_id, subs.SUBSCRIPTION)
+    target = path_id(sub_id, SUBSCRIPTION)
     delivery = path_id(delivery_id, DELIVERY)
     await service.redeliver(conn, services, admin.org_id, target, delivery, admin.user_id, now)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=redelivered")

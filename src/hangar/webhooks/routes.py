@@ -18,9 +18,7 @@ from hangar.orgs.access import acting
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service
-from hangar.webhooks.delivery_log import DELIVERY
-from hangar.webhooks.service import NewSubscription, SubscriptionEdit
-from hangar.webhooks.subscriptions import SUBSCRIPTION
+from hangar.webhooks.service import DELIVERY, SUBSCRIPTION, NewSubscription, SubscriptionEdit
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/webhooks", include_in_schema=False, route_class=JsonRoute)
 Admin = Annotated[Actor, acting(ORG_SETTINGS)]

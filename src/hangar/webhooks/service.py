@@ -21,9 +21,20 @@ from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.webhooks import catalogue, delivery_log, health, outbox
 from hangar.webhooks import subscriptions as subs
+
+# What the routes and the screens name besides the actions: the 404s' words, the views they
+# present, and the words of the health summary.
+from hangar.webhooks.delivery_log import DELIVERY as DELIVERY
+from hangar.webhooks.delivery_log import REDELIVERY_LIMITS as REDELIVERY_LIMITS
 from hangar.webhooks.delivery_log import DeliveryView
-from hangar.webhooks.health import HealthView
-from hangar.webhooks.subscriptions import NewSubscriptionView, SubscriptionView
+from hangar.webhooks.health import BucketView as BucketView
+from hangar.webhooks.health import HealthView as HealthView
+from hangar.webhooks.health import SeriesView as SeriesView
+from hangar.webhooks.health import duration_words as duration_words
+from hangar.webhooks.health import percent_words as percent_words
+from hangar.webhooks.subscriptions import SUBSCRIPTION as SUBSCRIPTION
+from hangar.webhooks.subscriptions import NewSubscriptionView
+from hangar.webhooks.subscriptions import SubscriptionView as SubscriptionView
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
 

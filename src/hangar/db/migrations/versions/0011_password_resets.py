@@ -2,7 +2,7 @@
 
 One row per account at most (`user_id` unique: a new link replaces the last; a used link's
 row is deleted), holding only the SHA-256 of the link's token (`hangar user reset-password`,
-accounts/password_reset.py).
+accounts/service.py).
 
 Revision ID: 0011
 Revises: 0010

@@ -1,0 +1,254 @@
+"""What a person does with their own account: sign in and out, and recover it through the
+operator's reset link.
+
+## Signing in
+
+The same for POST /api/session and the /login form, so every door counts the same budgets
+(the session cookie they set: hangar.orgs.access).
+
+Failed sign-ins are counted per client address (hangar.http.client_address) and per email from
+that address (OWASP's Authentication and Credential Stuffing cheat sheets). Either budget,
+once spent, refuses with 429 and `Retry-After` before the password is hashed, so a flood
+from one address costs it a limiter lookup per try. Neither is a lock an attacker can put
+on someone else: guessing a person's password from one address does not stop that person
+signing in from their own.
+
+## The recovery link
+
+`hangar user reset-password --email E` makes it.
+
+For a person locked out of their account: they forgot its password, never chose one (an
+account the operator or the demo made), or someone else chose it (an organization's admin who
+opened the invitation link meant for them). The operator never types a password for anyone:
+the command makes a one-time link, and whoever opens it chooses the account's password and is
+signed in, as Django's and GitHub's password resets work.
+
+- Issued only for an account (an email no account has is an error the operator sees; an
+  invitation's placeholder has no email, so it cannot be named).
+- With HANGAR_SMTP_URL and HANGAR_MAIL_FROM set, the link is mailed to the account's address
+  and the operator sees only that it was sent: only whoever reads that mailbox gets in.
+  Otherwise the operator is shown it to hand over, and must be sure whom they hand it to.
+- The token is 256 random bits; only its SHA-256 is stored. It works for RESET_LIFETIME (24 hours:
+  long enough to reach someone the same day, short enough that a link lying in a mailbox or
+  a chat goes stale; Django allows 3 days, GitHub's mailed links 3 hours) and once.
+- One live link per account: a new one replaces the last (which stops working).
+- Using it sets the password (the one rule of hangar.auth.passwords: 8 to 1024
+  characters), deletes the link, ends every session of the account (whoever held the old
+  password, or set it up for someone else, is signed out everywhere) and signs the holder
+  in. Memberships are untouched: the account keeps exactly the organizations it had.
+- Every unusable link (unknown, expired, used, replaced) answers the same 404.
+
+Callers own the transaction of `issue_reset`; `choose_new_password` runs its own (argon2
+runs between them, outside any).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.accounts.models import PasswordReset
+from hangar.auth import sessions, users
+from hangar.auth.passwords import hashed
+from hangar.foundation.ids import new_id
+from hangar.foundation.mail import Mail
+from hangar.kit.container import Services
+from hangar.kit.errors import NotFound, RateLimited, Unauthorized
+from hangar.kit.ratelimit import Limit
+from hangar.orgs.actors import Started, started
+
+# Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
+# costing a hash) is refused after 20, and a guesser working through many accounts gets 100
+# tries an hour. A flying club's whole office behind one address fails far fewer.
+ADDRESS_LIMITS = (
+    Limit(20, 60, "20 failed sign-ins a minute from one address"),
+    Limit(100, 3600, "100 failed sign-ins an hour from one address"),
+)
+# Failed sign-ins for one email from one address: slows guessing one person's password.
+ACCOUNT_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes for this email"),)
+
+
+Budget = tuple[str, tuple[Limit, ...]]
+
+
+def _address_budget(address: str) -> Budget:
+    return f"sign-in:address:{address}", ADDRESS_LIMITS
+
+
+async def _refuse_if_spent(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
+    for subject, limits in budgets:
+        refused = await services.limiter.exceeded(subject, limits, now)
+        if refused is not None:
+            raise RateLimited(
+                f"Too many failed sign-ins: {refused.label}", retry_after=refused.resets_in(now)
+            )
+
+
+async def refuse_spent_address(services: Services, address: str, now: datetime) -> None:
+    """429 for a client address whose failed sign-ins are spent (the sign-in route asks before
+    it reads the body: the flood it refuses costs a limiter lookup per request, bench G12c)."""
+    await _refuse_if_spent(services, (_address_budget(address),), now)
+
+
+async def sign_in_or_refuse(services: Services, email: str, password: str, address: str) -> Started:
+    """A new session, or 401 INVALID_CREDENTIALS, or 429 once the failures allowed to this
+    client `address` (or to this email from it) are spent.
+
+    The budgets are checked before the password, so a spent one gives a guesser nothing and
+    costs no hash. The transaction is its own, not the request's (`Tx`): the budgets, like
+    the body's validation, come before any database work.
+    """
+    now = services.clock.now()
+    budgets = (
+        _address_budget(address),
+        (f"sign-in:email:{address}:{email.strip().lower()}", ACCOUNT_LIMITS),
+    )
+    await _refuse_if_spent(services, budgets, now)
+    async with services.engine.begin() as conn:
+        result = await sessions.sign_in(conn, email, password, now)
+        new = None if result is None else await started(conn, result)
+    if new is None:
+        for subject, limits in budgets:
+            await services.limiter.hit(subject, limits, now)
+        raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
+    return new
+
+
+async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
+    await sessions.sign_out(conn, session_id)
+
+
+# --- the recovery link -------------------------------------------------------------------
+
+RESET_LIFETIME = timedelta(hours=24)
+# token_urlsafe(32) is 43 characters; anything much longer is not one of ours.
+MAX_TOKEN_LENGTH = 100
+RESET_PATH = "/password-reset/"
+
+
+def reset_not_valid() -> NotFound:
+    return NotFound(detail="This password reset reset_link is not valid or has expired")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def reset_link(public_url: str, token: str) -> str:
+    return f"{public_url.rstrip('/')}{RESET_PATH}{token}"
+
+
+@dataclass(frozen=True)
+class IssuedReset:
+    user_id: uuid.UUID
+    email: str
+    token: str  # mailed, or shown once to the operator (never stored)
+    expires_at: datetime
+
+
+async def issue_reset(conn: AsyncConnection, email: str, now: datetime) -> IssuedReset:
+    """A new recovery reset_link for the account with `email`, replacing any earlier one; 404 if no
+    account has the email."""
+    wanted = email.strip().lower()
+    account_id = await users.account_with(conn, wanted)
+    if account_id is None or not wanted:
+        raise NotFound(detail=f"No account has the email {wanted!r}")
+    token = secrets.token_urlsafe(32)
+    # The account's earlier reset_link stops working: only the newest one is ever live.
+    await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account_id))
+    await conn.execute(
+        insert(PasswordReset).values(
+            id=new_id(),
+            user_id=account_id,
+            token_hash=token_hash(token),
+            created_at=now,
+            expires_at=now + RESET_LIFETIME,
+        )
+    )
+    return IssuedReset(account_id, wanted, token, now + RESET_LIFETIME)
+
+
+def reset_mail(issued: IssuedReset, url: str, now: datetime) -> Mail:
+    body = (
+        f"A password reset reset_link was made for your hangar account, {issued.email}.\n"
+        "\n"
+        "OpenReset this reset_link to choose a new password:\n"
+        "\n"
+        f"{url}\n"
+        "\n"
+        f"It works once, until {issued.expires_at:%Y-%m-%d %H:%M} UTC. Choosing a password "
+        "there signs out every other session of your account.\n"
+        "\n"
+        "If you did not ask for this, ignore this message: your password stays as it is.\n"
+    )
+    return Mail(issued.email, "Your hangar password reset reset_link", body, now)
+
+
+@dataclass(frozen=True)
+class OpenReset:
+    """A usable recovery reset_link: whose account it resets."""
+
+    reset_id: uuid.UUID
+    user_id: uuid.UUID
+    email: str
+    expires_at: datetime
+
+
+async def find_reset(conn: AsyncConnection, token: str, now: datetime) -> OpenReset | None:
+    """The usable reset_link behind a token, or None."""
+    if not token or len(token) > MAX_TOKEN_LENGTH:
+        return None
+    row = (
+        await conn.execute(
+            select(
+                PasswordReset.id.label("reset_id"),
+                PasswordReset.user_id,
+                PasswordReset.expires_at,
+            ).where(PasswordReset.token_hash == token_hash(token), PasswordReset.expires_at > now)
+        )
+    ).first()
+    if row is None:
+        return None
+    email = (await users.emails_of(conn, [row.user_id])).get(row.user_id)
+    return None if email is None else OpenReset(row.reset_id, row.user_id, email, row.expires_at)
+
+
+async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datetime) -> OpenReset:
+    """Sets the password through the reset_link, which is used up; every session of the account
+    ends."""
+    found = await find_reset(conn, token, now)
+    if found is None:
+        raise reset_not_valid()
+    # The DELETE restates "still live": of two uses of one reset_link at once, one deletes it and
+    # the other finds nothing, and its whole transaction is refused.
+    used = await conn.execute(
+        delete(PasswordReset)
+        .where(PasswordReset.id == found.reset_id, PasswordReset.expires_at > now)
+        .returning(PasswordReset.id)
+    )
+    if used.first() is None:
+        raise reset_not_valid()
+    await users.set_password(conn, found.user_id, password_hash)
+    await sessions.end_all(conn, found.user_id)
+    return found
+
+
+async def choose_new_password(services: Services, token: str, password: str) -> Started:
+    """Sets the account's password through its recovery reset_link and signs the holder in (a new
+    session; every earlier one has ended)."""
+    async with services.engine.connect() as conn:
+        found = await find_reset(conn, token, services.clock.now())
+    if found is None:  # refused before the hash, which costs a core a while
+        raise reset_not_valid()
+    password_hash = await hashed(password)
+    now = services.clock.now()
+    async with services.engine.begin() as conn:
+        # Checked again: the reset_link may have been used (or replaced) meanwhile.
+        used = await _use(conn, token, password_hash, now)
+        return await started(conn, await sessions.start(conn, used.user_id, used.email, now))
