@@ -16,7 +16,7 @@ from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
 from hangar.foundation.config import ConfigError, Settings, load_settings
 from hangar.kit.errors import ApiError
-from hangar.orgs.models import ROLE_NAMES
+from hangar.orgs.capabilities import ROLE_NAMES
 
 T = TypeVar("T")
 

@@ -17,9 +17,9 @@ from hangar.cli.common import (
     run_in_transaction,
 )
 from hangar.foundation.clock import SystemClock
-from hangar.keys.issuing import IssuedKey, issue_key
+from hangar.keys.service import IssuedKey, issue_key
 from hangar.kit.scopes import SCOPES, scope_note
-from hangar.orgs.commands import require_org
+from hangar.orgs.service import require_org
 
 key_app = command_group("API keys.")
 

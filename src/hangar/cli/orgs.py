@@ -31,11 +31,17 @@ from hangar.cli.common import (
 from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import Settings
 from hangar.foundation.mail import NotSent, mailer_of
-from hangar.orgs import handover
-from hangar.orgs.bootstrap import Bootstrapped, bootstrap_member
-from hangar.orgs.commands import create_org, require_org
-from hangar.orgs.members import Contact, Invited, invite_member
-from hangar.orgs.models import ROLE_NAMES
+from hangar.orgs.capabilities import ROLE_NAMES
+from hangar.orgs.service import (
+    Bootstrapped,
+    Contact,
+    Invited,
+    bootstrap_member,
+    create_org,
+    hand_over,
+    invite_member,
+    require_org,
+)
 
 org_app = command_group("Organizations.")
 user_app = command_group("Accounts: the operator's bootstrap, and recovery links.")
@@ -68,7 +74,7 @@ def note(text: str) -> None:
 
 def link_fields(current: Settings, invited: Invited) -> dict[str, Any]:
     """The invitation's link, mailed or printed (the transaction has committed), as output."""
-    handed = asyncio.run(handover.hand_over(current, invited, SystemClock().now()))
+    handed = asyncio.run(hand_over(current, invited, SystemClock().now()))
     email = invited.member.email
     fields: dict[str, Any] = {}
     if handed.sent is not None:

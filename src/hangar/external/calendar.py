@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 
 from hangar import __version__
 from hangar.kit.conditional import Validators
-from hangar.reservations.changes import Changes
-from hangar.reservations.queries import CalendarEntry
+from hangar.reservations.queries import CalendarEntry, Changes
 
 # Fixed for a release (the spec's "fixed PRODID"); it names the API's version, the one number.
 PRODID = f"-//hangar//External API {__version__}//EN"

@@ -26,17 +26,13 @@ from hangar.kit.routing import bearer, services_of
 from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
 from hangar.kit.scoping import KeyContext
 from hangar.maintenance import queries as maintenance_queries
-from hangar.maintenance.models import WorkOrderStatus
-from hangar.maintenance.schemas import MaintenanceLog, WorkOrder
+from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.orgs import queries as member_queries
 from hangar.orgs.schemas import Member
 from hangar.reservations import queries as reservation_queries
-from hangar.reservations.changes import changes as reservation_changes
-from hangar.reservations.models import ReservationStatus
-from hangar.reservations.schemas import ReservationPage
+from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
-from hangar.squawks.models import SquawkStatus
-from hangar.squawks.schemas import Squawk
+from hangar.squawks.schemas import Squawk, SquawkStatus
 
 # FastAPI's type for an operation's documented answers: status to OpenAPI fragments (JSON).
 _Responses = dict[int | str, dict[str, Any]]
@@ -400,7 +396,9 @@ async def reservations_feed(
     by = caller(request)
     now, domain = services.clock.now(), services.settings.service_domain
     # One row, not 500, decides whether the calendar's copy is still current.
-    found = calendar.validators(await reservation_changes(by.conn, by.key), by.key.org_id, domain)
+    found = calendar.validators(
+        await reservation_queries.changes(by.conn, by.key), by.key.org_id, domain
+    )
     headers = found.headers(now) if found is not None else {}
     if found is not None and found.not_modified(request.headers, now):
         return Response(status_code=304, headers=headers)

@@ -16,7 +16,8 @@ from pydantic import Field
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.keys.issuing import IssuedKey, issue_key
+from hangar.keys.issuing import IssuedKey as IssuedKey  # the CLI's key, with its secret
+from hangar.keys.issuing import issue_key as issue_key
 from hangar.keys.models import ApiKey
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, NotFound, Unprocessable

@@ -10,7 +10,8 @@ from typing import TypedDict
 from pydantic import Field
 
 from hangar.kit.schemas import Open
-from hangar.maintenance.models import EventType, WorkOrderStatus
+from hangar.maintenance.models import EventType
+from hangar.maintenance.models import WorkOrderStatus as WorkOrderStatus  # the read API's filter
 
 
 class MaintenanceLog(Open):

@@ -33,6 +33,9 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "member": (RESERVATIONS_OWN, SQUAWKS_REPORT),
 }
 
+# The four built-in roles, in the order they are listed everywhere.
+ROLE_NAMES = tuple(CAPABILITIES)
+
 
 def capabilities_of(role_name: str | None) -> tuple[str, ...]:
     return CAPABILITIES.get(role_name or "", ())

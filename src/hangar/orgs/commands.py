@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.foundation.ids import new_id
 from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.rows import insert_new
-from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
+from hangar.orgs.capabilities import ROLE_NAMES
+from hangar.orgs.models import Membership, Organization, Role
 
 
 async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UUID:

@@ -27,7 +27,7 @@ from hangar.auth import passwords, sessions
 from hangar.kit.bodies import RequestBody
 from hangar.kit.responses import json_response
 from hangar.kit.routing import JsonRoute, Now, ServicesDep, Tx
-from hangar.orgs import actors, invitation_service
+from hangar.orgs import actors, service
 from hangar.orgs.access import csrf_if_signed_in, current_session, set_session_cookie
 
 router = APIRouter(
@@ -47,7 +47,7 @@ def _no_store(response: Response) -> Response:
 
 @router.get("")
 async def show(conn: Tx, now: Now, token: str) -> Response:
-    found = await invitation_service.open_link(conn, token, now)
+    found = await service.open_link(conn, token, now)
     return _no_store(json_response(found.public()))
 
 
@@ -58,13 +58,13 @@ async def accept(
     conn: Tx,
     now: Now,
 ) -> Response:
-    await invitation_service.accept(conn, token, signed_in.user_id, now)
+    await service.accept(conn, token, signed_in.user_id, now)
     return _no_store(json_response(await actors.session_view(conn, signed_in)))
 
 
 @router.post("/password", dependencies=[Depends(csrf_if_signed_in)])
 async def set_password(services: ServicesDep, token: str, body: NewPassword) -> Response:
-    new = await invitation_service.choose_password(services, token, body.password)
+    new = await service.choose_password(services, token, body.password)
     response = json_response(new.view)
     set_session_cookie(response, services, new.token)
     return _no_store(response)

@@ -36,8 +36,9 @@ from hangar.kit.errors import Conflict, NotFound, invalid
 from hangar.kit.rows import insert_new
 from hangar.orgs import invitations
 from hangar.orgs.actors import Actor
+from hangar.orgs.capabilities import ROLE_NAMES
 from hangar.orgs.commands import refuse_if_member
-from hangar.orgs.models import ROLE_NAMES, Membership, Organization, Role
+from hangar.orgs.models import Membership, Organization, Role
 from hangar.orgs.schemas import FullMemberRow
 
 MemberStatus = Literal["active", "pending"]

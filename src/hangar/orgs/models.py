@@ -21,8 +21,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
 
-ROLE_NAMES = ("admin", "instructor", "mechanic", "member")
-
 
 class Organization(Base):
     __tablename__ = "organizations"

@@ -1,4 +1,5 @@
-"""Counting an organization's reservation changes, for the calendar feed's validators.
+"""Counting an organization's reservation changes, for the calendar feed's validators (read
+by reservations.queries.changes).
 
 Every reservation command calls `count_change` last, in its own transaction: the change and
 its count commit together, so a calendar told "not modified" never misses a committed change.
@@ -6,23 +7,13 @@ its count commit together, so a calendar told "not modified" never misses a comm
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
-from typing import TypedDict
 
-from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.db.engine import Read, ReadConnection
-from hangar.kit.scoping import ORG_PARAM, OfOrg, bound, rows
 from hangar.reservations.models import ReservationChanges
-
-
-class Changes(TypedDict):
-    version: int
-    changed_at: datetime
 
 
 async def count_change(conn: AsyncConnection, org_id: uuid.UUID, now: datetime) -> None:
@@ -40,18 +31,3 @@ async def count_change(conn: AsyncConnection, org_id: uuid.UUID, now: datetime) 
             },
         )
     )
-
-
-@functools.cache
-def _changes() -> Read[Changes]:
-    # Built at the first request, once every column type is declared (see `scoped`).
-    stmt = select(ReservationChanges.version, ReservationChanges.changed_at).where(
-        ReservationChanges.org_id == bound(ORG_PARAM, ReservationChanges.org_id)
-    )
-    return Read(stmt, Changes)
-
-
-async def changes(conn: ReadConnection, key: OfOrg) -> Changes | None:
-    """The key's organization's count of changes, or None if none was ever counted."""
-    found = await rows(conn, _changes(), key)
-    return found[0] if found else None

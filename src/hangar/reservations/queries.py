@@ -16,14 +16,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
-from sqlalchemy import Select, bindparam, tuple_
+from sqlalchemy import Select, bindparam, select, tuple_
 
 from hangar.db.engine import Read, ReadConnection
 from hangar.kit.cursor import Position
 from hangar.kit.schemas import field_names
-from hangar.kit.scoping import KeyContext, bound, scoped
+from hangar.kit.scoping import ORG_PARAM, KeyContext, OfOrg, bound, scoped
 from hangar.kit.scoping import rows as scoped_rows
-from hangar.reservations.models import ActivityType, Reservation, ReservationStatus
+from hangar.reservations.models import (
+    ActivityType,
+    Reservation,
+    ReservationChanges,
+    ReservationStatus,
+)
 from hangar.reservations.schemas import Reservation as ReservationOut
 from hangar.reservations.schemas import ReservationRow
 
@@ -146,3 +151,27 @@ def _calendar() -> Read[CalendarEntry]:
 
 async def calendar(conn: ReadConnection, key: KeyContext) -> list[CalendarEntry]:
     return await scoped_rows(conn, _calendar(), key)
+
+
+# The calendar feed's validators: the organization's count of reservation changes
+# (reservations.changes counts them).
+
+
+class Changes(TypedDict):
+    version: int
+    changed_at: datetime
+
+
+@functools.cache
+def _changes() -> Read[Changes]:
+    # Built at the first request, once every column type is declared (see `scoped`).
+    stmt = select(ReservationChanges.version, ReservationChanges.changed_at).where(
+        ReservationChanges.org_id == bound(ORG_PARAM, ReservationChanges.org_id)
+    )
+    return Read(stmt, Changes)
+
+
+async def changes(conn: ReadConnection, key: OfOrg) -> Changes | None:
+    """The key's organization's count of changes, or None if none was ever counted."""
+    found = await scoped_rows(conn, _changes(), key)
+    return found[0] if found else None

@@ -10,7 +10,10 @@ from typing import TypedDict
 from pydantic import Field
 
 from hangar.kit.schemas import Open
-from hangar.reservations.models import ActivityType, ReservationStatus
+from hangar.reservations.models import ActivityType
+from hangar.reservations.models import (
+    ReservationStatus as ReservationStatus,  # the read API's filter
+)
 
 
 class Reservation(Open):

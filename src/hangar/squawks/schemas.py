@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import TypedDict
 
 from hangar.kit.schemas import Open
-from hangar.squawks.models import Severity, SquawkStatus
+from hangar.squawks.models import Severity
+from hangar.squawks.models import SquawkStatus as SquawkStatus  # the read API's filter
 
 
 class Squawk(Open):

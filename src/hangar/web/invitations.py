@@ -25,9 +25,9 @@ from starlette.responses import Response
 
 from hangar.auth import sessions
 from hangar.kit.container import Services
-from hangar.kit.errors import ApiError
+from hangar.kit.errors import ApiError, NotFound
 from hangar.kit.routing import Now, ServicesDep, Tx
-from hangar.orgs import invitation_service, invitations
+from hangar.orgs import service as orgs
 from hangar.web.access import DoubleSubmit, checked_form, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render
 
@@ -44,7 +44,7 @@ def _gone(request: Request) -> PageExit:
             404,
             "Invitation not valid",
             "This invitation link is not valid or has expired. Links work once and for "
-            f"{invitations.LIFETIME.days} days: ask the organization's administrator for a "
+            f"{orgs.INVITATION_LIFETIME.days} days: ask the organization's administrator for a "
             "new one.",
         )
     )
@@ -54,7 +54,7 @@ def _gone(request: Request) -> PageExit:
 class Opened:
     """A usable link, and the visitor's session if they have one."""
 
-    found: invitations.Open
+    found: orgs.Open
     signed_in: sessions.SignedIn | None
 
 
@@ -63,8 +63,11 @@ async def opened(request: Request, services: ServicesDep, token: str) -> Opened:
     # commits before any action's `Tx` begins).
     now = services.clock.now()
     async with services.engine.begin() as conn:
-        found = await invitations.find(conn, token, now)
         signed_in = await sessions.resume(conn, request.cookies.get(sessions.COOKIE), now)
+        try:
+            found = await orgs.open_link(conn, token, now)
+        except NotFound:
+            found = None
     if found is None:
         raise _gone(request)
     return Opened(found, signed_in)
@@ -76,7 +79,7 @@ OpenedLink = Annotated[Opened, Depends(opened)]
 def _page(
     request: Request,
     services: Services,
-    found: invitations.Open,
+    found: orgs.Open,
     token: str,
     signed_in: sessions.SignedIn | None,
     *,
@@ -131,8 +134,8 @@ async def choose_password_form(
     if problem is not None:
         return again(422, problem)
     try:
-        new = await invitation_service.choose_password(services, token, password)
-    except invitations.AccountExists as exists:
+        new = await orgs.choose_password(services, token, password)
+    except orgs.AccountExists as exists:
         # The email has an account (perhaps made a moment ago by another organization's
         # link): only its holder, signed in, accepts.
         return _page(
@@ -161,7 +164,7 @@ async def accept_form(
         return redirect(f"/login?next=/invitations/{token}")
     await checked_form(request, signed_in.csrf_token)
     try:
-        await invitation_service.accept(conn, token, signed_in.user_id, now)
+        await orgs.accept(conn, token, signed_in.user_id, now)
     except ApiError as refused:
         if refused.status != 404:  # a member already: the error page says so
             raise

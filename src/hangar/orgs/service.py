@@ -1,0 +1,93 @@
+"""The organizations' actions, one face for the routes, the screens and the CLI alike.
+
+- An administrator (members.manage) invites an email: a pending membership, and its link
+  mailed or handed over (`invite`); removes a member.
+- The invited person opens the link, accepts it, or makes an account through it (shared by
+  /api/invitations/{token} and the invitation page); every unusable link is the same 404
+  (invitations.not_valid). Opening and accepting run in the caller's request transaction
+  (`hangar.kit.routing.Tx`).
+- The operator (the CLI) creates an organization, adds a user, invites.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth import sessions
+from hangar.auth.passwords import hashed
+from hangar.kit.container import Services
+from hangar.orgs import handover, invitations, members
+from hangar.orgs.actors import Actor, Started, started
+
+# What the CLI and the screens take as they are: the operator's actions and the names of what
+# they present.
+from hangar.orgs.bootstrap import Bootstrapped as Bootstrapped
+from hangar.orgs.bootstrap import bootstrap_member as bootstrap_member
+from hangar.orgs.commands import create_org as create_org
+from hangar.orgs.commands import require_org as require_org
+from hangar.orgs.handover import hand_over as hand_over
+from hangar.orgs.invitations import AccountExists as AccountExists
+from hangar.orgs.invitations import Open as Open
+from hangar.orgs.members import Contact as Contact
+from hangar.orgs.members import Invited as Invited
+from hangar.orgs.members import InvitedMember, invited_member
+from hangar.orgs.members import NewMemberBody as NewMemberBody
+from hangar.orgs.members import invite_member as invite_member
+from hangar.orgs.members import remove_member as remove_member
+
+
+async def open_link(conn: AsyncConnection, token: str, now: datetime) -> invitations.Open:
+    """What a usable link invites to; 404 for any other."""
+    found = await invitations.find(conn, token, now)
+    if found is None:
+        raise invitations.not_valid()
+    return found
+
+
+async def accept(conn: AsyncConnection, token: str, user_id: uuid.UUID, now: datetime) -> None:
+    await invitations.accept(conn, token, user_id, now)
+
+
+async def choose_password(services: Services, token: str, password: str) -> Started:
+    """Makes the invited email's account with this password through its link (only while no
+    account has the email: 409 ACCOUNT_EXISTS otherwise), accepts, and starts a session.
+
+    Its transactions are its own, not the request's: argon2 is deliberately slow and runs
+    between them, outside any, and the request's body is validated before any database work.
+    """
+    async with services.engine.connect() as conn:
+        found = await invitations.find(conn, token, services.clock.now())
+    if found is None:
+        raise invitations.not_valid()
+    if found.account_id is not None:  # refused before the hash, which costs a core a while
+        raise invitations.AccountExists()
+    password_hash = await hashed(password)
+    now = services.clock.now()
+    async with services.engine.begin() as conn:
+        # Checked again under lock: the link may have been used meanwhile.
+        accepted = await invitations.set_password(conn, token, password_hash, now)
+        return await started(
+            conn, await sessions.start(conn, accepted.user_id, accepted.email, now)
+        )
+
+
+INVITATION_LIFETIME = invitations.LIFETIME
+
+
+async def invite(
+    services: Services, actor: Actor, body: NewMemberBody, now: datetime
+) -> InvitedMember:
+    """An invitation: a pending membership, and its link, mailed to the person (with
+    HANGAR_SMTP_URL) or shown this once; what the management API answers.
+
+    Its transaction is its own, not the request's: it commits before the mail goes out, so a
+    mail that fails loses no invitation, and no mailed link points at an invitation that a
+    failed commit never made.
+    """
+    async with services.engine.begin() as conn:
+        invited = await members.create_member(conn, actor, body, now)
+    handed = await handover.hand_over(services.settings, invited, now)
+    return invited_member(invited, body, handed.for_admin(invited.member.email))
