@@ -11,29 +11,29 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from hangar import web
-from hangar.accounts import session_routes
 from hangar.db.migrate import code_revisions
 from hangar.external import routes as external
 from hangar.external.openapi import build_openapi
 from hangar.external.paths import PREFIX as EXTERNAL_PREFIX
-from hangar.fleet import routes as fleet_routes
 from hangar.foundation.config import Settings, load_settings
 from hangar.http import health, metrics_endpoint
 from hangar.http.client_address import ClientAddress
+from hangar.http.error_handlers import install_error_handlers
 from hangar.http.limits import BodyLimit
 from hangar.http.request_metrics import RequestMetrics
-from hangar.keys import routes as key_routes
 from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.container import Services
 from hangar.kit.encoding import dumps
-from hangar.kit.error_handlers import install_error_handlers
 from hangar.logs.request_id import RequestId
-from hangar.maintenance import routes as maintenance_routes
-from hangar.orgs import invitation_routes
-from hangar.orgs import routes as member_routes
-from hangar.reservations import routes as reservation_routes
-from hangar.squawks import routes as squawk_routes
-from hangar.webhooks import routes as webhook_routes
+from hangar.routes import fleet as fleet_routes
+from hangar.routes import invitations as invitation_routes
+from hangar.routes import keys as key_routes
+from hangar.routes import maintenance as maintenance_routes
+from hangar.routes import members as member_routes
+from hangar.routes import reservations as reservation_routes
+from hangar.routes import session as session_routes
+from hangar.routes import squawks as squawk_routes
+from hangar.routes import webhooks as webhook_routes
 from hangar.webhooks.sender import Sender
 from hangar.wiring.container import build_services
 from hangar.wiring.worker import Worker

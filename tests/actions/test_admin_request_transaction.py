@@ -1,5 +1,5 @@
 """The admin actions (API keys, webhook subscriptions, the Test delivery) run in the request's
-one transaction (`hangar.kit.routing.Tx`), JSON and screens alike: a request that fails after
+one transaction (`hangar.http.routing.Tx`), JSON and screens alike: a request that fails after
 the action did its work keeps none of it, neither the change nor the delivery it queued."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.keys import routes as key_routes
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
+from hangar.routes import keys as key_routes
+from hangar.routes import webhooks as webhook_routes
 from hangar.web import keys as key_screens
 from hangar.web import webhooks as webhook_screens
-from hangar.webhooks import routes as webhook_routes
 from hangar.webhooks.models import Delivery, Subscription
 from tests.fixtures.actions import url
 from tests.fixtures.clients import signed_in_as

@@ -1,4 +1,4 @@
-"""A product action's one transaction (`hangar.kit.routing.Tx`) commits before the response
+"""A product action's one transaction (`hangar.http.routing.Tx`) commits before the response
 goes out: a client told 201 finds the row and its events, and a failed commit is answered
 with the error, never with the 2xx."""
 

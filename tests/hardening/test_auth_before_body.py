@@ -13,8 +13,8 @@ from starlette.types import Message
 from hangar.accounts.service import ADDRESS_LIMITS
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
+from hangar.http.routing import JsonRoute
 from hangar.kit.container import Services
-from hangar.kit.routing import JsonRoute
 from tests.fixtures.clients import session_for
 from tests.fixtures.factories import Org
 from tests.fixtures.routes import api_routes

@@ -4,7 +4,7 @@ operator's reset link.
 ## Signing in
 
 The same for POST /api/session and the /login form, so every door counts the same budgets
-(the session cookie they set: hangar.orgs.access).
+(the session cookie they set: hangar.http.access).
 
 Failed sign-ins are counted per client address (hangar.http.client_address) and per email from
 that address (OWASP's Authentication and Credential Stuffing cheat sheets). Either budget,

@@ -18,11 +18,11 @@ from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
 from hangar.foundation.ids import parse_id
+from hangar.http.responses import json_response
+from hangar.http.routing import bearer, services_of
 from hangar.keys.authentication import MISSING, MISSING_TOKEN, KeyAuthenticator
 from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
-from hangar.kit.responses import json_response
-from hangar.kit.routing import bearer, services_of
 from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
 from hangar.kit.scoping import KeyContext
 from hangar.maintenance import queries as maintenance_queries

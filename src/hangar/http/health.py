@@ -19,10 +19,10 @@ from sqlalchemy import text
 from starlette.responses import Response
 
 from hangar.db.migrate import code_revisions, database_revisions
+from hangar.http.error_handlers import error_response
+from hangar.http.responses import json_response
+from hangar.http.routing import ServicesDep
 from hangar.kit.container import Services
-from hangar.kit.error_handlers import error_response
-from hangar.kit.responses import json_response
-from hangar.kit.routing import ServicesDep
 
 log = logging.getLogger("hangar")
 router = APIRouter()

@@ -28,10 +28,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.responses import Response
 
 from hangar.foundation.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
+from hangar.http.error_handlers import error_response
+from hangar.http.routing import bearer, services_of
 from hangar.kit.container import Services
-from hangar.kit.error_handlers import error_response
 from hangar.kit.errors import NotFound
-from hangar.kit.routing import bearer, services_of
 from hangar.webhooks.queue import Gauges, gauges
 
 log = logging.getLogger("hangar")

@@ -1,9 +1,9 @@
 """The API-key actions: list, get, create, rotate, revoke.
 
-Each action once, for the management API (keys/routes.py) and the Org Settings screens
+Each action once, for the management API (routes/keys.py) and the Org Settings screens
 (web/keys.py) alike: the request bodies live here, and the callers only present the result
 (JSON or a page). Callers have checked org.settings; the caller's request owns the
-transaction (`hangar.kit.routing.Tx`) and reads the clock once (`Now`).
+transaction (`hangar.http.routing.Tx`) and reads the clock once (`Now`).
 """
 
 from __future__ import annotations

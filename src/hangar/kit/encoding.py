@@ -1,5 +1,5 @@
 """JSON as hangar writes it, to bytes: orjson, timestamps in UTC with Z, ids as their
-canonical text. The API's answers (hangar.kit.responses) and the events' payloads (the
+canonical text. The API's answers (hangar.http.responses) and the events' payloads (the
 outbox) are both written by `dumps`, so an event's `data` is byte for byte what a read shows."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The named errors (`NotFound`, `Conflict`, `Unauthorized`, `Forbidden`, `RateLimited`,
 `Unprocessable`) are `ApiError`s with their status and code decided once. They are plain
 exceptions, raised by commands and queries as well as routes: the web framework answers them
-(hangar.kit.error_handlers), and nothing here imports it.
+(hangar.http.error_handlers), and nothing here imports it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Who acts inside an organization, and what they may do: the one membership decision and
 the one capability decision, for the JSON API, the screens and the commands alike. Free of
-the web framework (hangar.orgs.access turns a request into an `Actor`)."""
+the web framework (hangar.http.access turns a request into an `Actor`)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ async def create_org(conn: AsyncConnection, name: str, now: datetime) -> uuid.UU
 
 async def require_org(conn: AsyncConnection, org_id: uuid.UUID) -> None:
     """The organization exists, or 404 naming the id: for the operator (CLI, seeding), who
-    gave the id; a request's organization is decided by hangar.orgs.access instead."""
+    gave the id; a request's organization is decided by hangar.http.access instead."""
     found = await conn.scalar(select(Organization.id).where(Organization.id == org_id))
     if found is None:
         raise NotFound(detail=f"no organization with id {org_id}")

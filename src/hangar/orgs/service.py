@@ -5,7 +5,7 @@
 - The invited person opens the link, accepts it, or makes an account through it (shared by
   /api/invitations/{token} and the invitation page); every unusable link is the same 404
   (invitations.not_valid). Opening and accepting run in the caller's request transaction
-  (`hangar.kit.routing.Tx`).
+  (`hangar.http.routing.Tx`).
 - The operator (the CLI) creates an organization, adds a user, invites.
 """
 

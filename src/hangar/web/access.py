@@ -20,10 +20,10 @@ from starlette.responses import HTMLResponse, Response
 
 from hangar.auth import passwords, sessions
 from hangar.foundation.ids import parse_id
+from hangar.http.access import set_session_cookie
+from hangar.http.routing import ServicesDep
 from hangar.kit.container import Services
-from hangar.kit.routing import ServicesDep
 from hangar.orgs import actors
-from hangar.orgs.access import set_session_cookie
 from hangar.orgs.actors import MembershipView, actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render

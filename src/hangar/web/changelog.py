@@ -21,7 +21,7 @@ from fastapi import APIRouter, Request
 from markdown_it import MarkdownIt
 from starlette.responses import Response
 
-from hangar.kit.routing import ServicesDep
+from hangar.http.routing import ServicesDep
 from hangar.web.pages import PageRoute, render
 
 router = APIRouter(route_class=PageRoute)

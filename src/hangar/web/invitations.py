@@ -24,9 +24,9 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
+from hangar.http.routing import Now, ServicesDep, Tx
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError, NotFound
-from hangar.kit.routing import Now, ServicesDep, Tx
 from hangar.orgs import service as orgs
 from hangar.web.access import DoubleSubmit, checked_form, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, redirect, render

@@ -15,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from hangar.external.paths import FEED_PATH
+from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.keys import service as key_service
 from hangar.keys.service import KeyView, NewKey, NewKeyView, Rotation
 from hangar.kit.container import Services
-from hangar.kit.routing import Now, ServicesDep, Tx, path_id
 from hangar.kit.scopes import SCOPES
 from hangar.web.access import Admin, AdminForm, AdminPage
 from hangar.web.forms import parse, submit

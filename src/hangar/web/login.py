@@ -14,9 +14,9 @@ from starlette.responses import Response
 
 from hangar.accounts.service import sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
+from hangar.http.routing import ServicesDep, Tx, client_of
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
-from hangar.kit.routing import ServicesDep, Tx, client_of
 from hangar.web.access import DoubleSubmit, MaybeViewer, checked_form, text
 from hangar.web.pages import PageRoute, redirect, render
 

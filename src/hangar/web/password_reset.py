@@ -13,9 +13,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts import service as accounts
+from hangar.http.routing import ServicesDep
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
-from hangar.kit.routing import ServicesDep
 from hangar.web.access import DoubleSubmit, chosen_password
 from hangar.web.pages import PageExit, PageRoute, error_page, render
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
-from hangar.kit.routing import Now, ServicesDep, Tx, path_id
+from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
 from hangar.web.events import EVENTS
 from hangar.web.forms import submit

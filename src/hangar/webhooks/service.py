@@ -1,10 +1,10 @@
 """The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log,
 Redeliver and health.
 
-Each action once, for the management API (webhooks/routes.py) and the Org Settings screens
+Each action once, for the management API (routes/webhooks.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
 here, not in either caller; the caller's request owns the transaction
-(`hangar.kit.routing.Tx`) and reads the clock once (`Now`).
+(`hangar.http.routing.Tx`) and reads the clock once (`Now`).
 """
 
 from __future__ import annotations

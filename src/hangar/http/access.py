@@ -13,9 +13,9 @@ from fastapi import Depends, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions
+from hangar.http.routing import ServicesDep, before_body, path_id, services_of
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
-from hangar.kit.routing import ServicesDep, before_body, path_id, services_of
 from hangar.orgs.actors import Actor, actor_in, may
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

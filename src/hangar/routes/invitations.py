@@ -24,11 +24,11 @@ from pydantic import Field
 from starlette.responses import Response
 
 from hangar.auth import passwords, sessions
+from hangar.http.access import csrf_if_signed_in, current_session, set_session_cookie
+from hangar.http.responses import json_response
+from hangar.http.routing import JsonRoute, Now, ServicesDep, Tx
 from hangar.kit.bodies import RequestBody
-from hangar.kit.responses import json_response
-from hangar.kit.routing import JsonRoute, Now, ServicesDep, Tx
 from hangar.orgs import actors, service
-from hangar.orgs.access import csrf_if_signed_in, current_session, set_session_cookie
 
 router = APIRouter(
     prefix="/api/invitations/{token}", include_in_schema=False, route_class=JsonRoute

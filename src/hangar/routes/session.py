@@ -14,11 +14,11 @@ from starlette.responses import Response
 
 from hangar.accounts import service
 from hangar.auth import passwords, sessions
+from hangar.http.access import current_session, set_session_cookie
+from hangar.http.responses import json_response
+from hangar.http.routing import JsonRoute, ServicesDep, Tx, before_body, client_of, services_of
 from hangar.kit.bodies import RequestBody
-from hangar.kit.responses import json_response
-from hangar.kit.routing import JsonRoute, ServicesDep, Tx, before_body, client_of, services_of
 from hangar.orgs import actors
-from hangar.orgs.access import current_session, set_session_cookie
 
 router = APIRouter(include_in_schema=False, route_class=JsonRoute)
 

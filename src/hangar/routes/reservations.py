@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_id
-from hangar.orgs.access import acting
+from hangar.http.access import acting
+from hangar.http.responses import json_response
+from hangar.http.routing import ORG_PREFIX, JsonRoute, Now, Tx, no_content, path_id
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import RESERVATIONS_MANAGE, RESERVATIONS_OWN
 from hangar.reservations import service

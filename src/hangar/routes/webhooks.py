@@ -11,10 +11,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
+from hangar.http.access import acting
+from hangar.http.responses import json_response
+from hangar.http.routing import ORG_PREFIX, JsonRoute, Now, ServicesDep, Tx, no_content, path_id
 from hangar.kit.params import Digits
-from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, ServicesDep, Tx, no_content, path_id
-from hangar.orgs.access import acting
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service

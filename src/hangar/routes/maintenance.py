@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from hangar.kit.responses import json_response
-from hangar.kit.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
+from hangar.http.access import acting
+from hangar.http.responses import json_response
+from hangar.http.routing import ORG_PREFIX, JsonRoute, Now, Tx, path_id
 from hangar.maintenance import service
-from hangar.orgs.access import acting
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import MAINTENANCE_MANAGE
 
