@@ -21,7 +21,7 @@ import argparse
 from datetime import datetime
 from typing import Any
 
-from hangar.db.engine import ReadConnection
+from hangar.db.reads import ReadConnection
 from hangar.foundation.config import Settings, load_settings
 from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.ratelimit import Limit, RateLimiter

@@ -1,5 +1,5 @@
 """How the public API reads: statements built once and run on the driver's connection
-(hangar.db.engine.Read), through the read engine (hangar.db.engine.reader)."""
+(hangar.db.reads.Read), through the read engine (hangar.db.engine.reader)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.db.engine import (
-    READ_POOL_NAME,
-    SQLITE_READ_POOL,
-    Read,
-    make_engine,
-    read_connection,
-    reader,
-)
-from hangar.external import routes
+from hangar.db.engine import make_engine
+from hangar.db.reads import READ_POOL_NAME, SQLITE_READ_POOL, Read, read_connection, reader
+from hangar.external import keyed
 from hangar.fleet.models import Aircraft
 from hangar.kit.errors import is_unavailable
 from hangar.squawks.models import Squawk
@@ -102,7 +96,7 @@ async def test_a_request_checks_out_one_read_connection_and_a_malformed_key_none
         used.append(id(conn))
         return await real_rows(self, conn, params)
 
-    monkeypatch.setattr(routes, "read_connection", counting)
+    monkeypatch.setattr(keyed, "read_connection", counting)
     monkeypatch.setattr(Read, "rows", spy)
     for url in ("/aircraft", "/reservations?limit=2", f"/reservations.ics?token={org.key}"):
         checkouts.clear()

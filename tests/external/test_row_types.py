@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from hangar.db.engine import Read
+from hangar.db.reads import Read
 from hangar.fleet.models import Aircraft
 from hangar.fleet.schemas import Aircraft as AircraftOut
 from hangar.fleet.schemas import AircraftRow

@@ -1,30 +1,25 @@
-"""The public, key-authenticated API: seven GET operations under /api/v1/external."""
+"""The public, key-authenticated API: seven GET operations under /api/v1/external (their
+route class: keyed.py; their documentation: operations.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import Enum
-from typing import Annotated, Any, TypedDict
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from fastapi.routing import APIRoute
 from starlette.responses import Response
 
-from hangar.db.engine import ReadConnection, read_connection
 from hangar.external import calendar, tags
+from hangar.external.keyed import KeyedRoute, caller
+from hangar.external.operations import CURSOR_ERROR, operation
 from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
 from hangar.foundation.ids import parse_id
 from hangar.http.responses import json_response
-from hangar.http.routing import bearer, services_of
-from hangar.keys.authentication import MISSING, MISSING_TOKEN, KeyAuthenticator
+from hangar.http.routing import services_of
 from hangar.kit import cursor
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
-from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
-from hangar.kit.scoping import KeyContext
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.orgs import queries as member_queries
@@ -34,146 +29,7 @@ from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
 from hangar.squawks.schemas import Squawk, SquawkStatus
 
-# FastAPI's type for an operation's documented answers: status to OpenAPI fragments (JSON).
-_Responses = dict[int | str, dict[str, Any]]
-
-# The answers every operation may give besides its 200, as service-spec.md's Errors lists
-# them: each a `{detail, code}` body whose `code` a client branches on.
-_ERRORS: _Responses = {
-    401: {
-        "model": ErrorBody,
-        "description": "`UNAUTHORIZED`: the key is missing, malformed, unknown, revoked, or "
-        "rotated out after its grace window",
-    },
-    403: {
-        "model": ErrorBody,
-        "description": "`INSUFFICIENT_SCOPE`: the key is valid but lacks this operation's "
-        "scope, which `detail` names",
-    },
-    422: {
-        "model": ValidationErrorBody,
-        "description": "`VALIDATION_ERROR`: a query parameter is invalid; `errors` lists each "
-        "problem",
-    },
-    429: {
-        "model": ErrorBody,
-        "description": "`RATE_LIMITED`: the key has made 60 requests this calendar minute or "
-        "1000 this calendar hour; no quota headers are sent",
-    },
-    503: {
-        "model": ErrorBody,
-        "description": "`SERVICE_UNAVAILABLE`: a datastore cannot be reached for now; retry later",
-    },
-}
-_CURSOR_ERROR: _Responses = {
-    400: {
-        "model": ErrorBody,
-        "description": "`INVALID_CURSOR`: `after` did not come from this organization's "
-        "results with these filters",
-    },
-}
-_LIMITS = (
-    "Every call counts against the key's limits of 60 requests per calendar minute and 1000 "
-    "per calendar hour; past either, the answer is 429 `RATE_LIMITED`."
-)
-_QUERY_KEY = "calendarToken"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The authenticated caller of a request, and the request's one read connection (its key
-    was looked up on it: one checkout per request, not one for the key and one for the data)."""
-
-    key: KeyContext
-    conn: ReadConnection
-
-
-_CALLER = "hangar.caller"
-
-
-def caller(request: Request) -> Caller:
-    """The caller `KeyedRoute` authenticated for this request."""
-    found: Caller = request.scope[_CALLER]
-    return found
-
-
-class KeyedRoute(APIRoute):
-    """An operation of the public API. Before FastAPI reads its parameters (so a bad key is
-    a 401, never a 422), the caller's key is authenticated for the scope the operation
-    documents (`x-required-scope`, so the documented scope is the enforced one), then the
-    request's read connection is lent to the operation until it returns.
-
-    A route class rather than a dependency with yield: FastAPI's dependency machinery (an
-    exit stack and a context manager per request, and the checks around them) cost about a
-    quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
-    in code comments").
-    """
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handle = super().get_route_handler()
-        extra = self.openapi_extra or {}
-        scope: str = extra[REQUIRED_SCOPE]
-        from_query = any(_QUERY_KEY in scheme for scheme in extra["security"])
-        missing = MISSING_TOKEN if from_query else MISSING
-
-        async def keyed(request: Request) -> Response:
-            authenticator: KeyAuthenticator = request.app.state.keys
-            raw = request.query_params.get("token") if from_query else bearer(request)
-            authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
-            services = services_of(request)
-            async with read_connection(services.engine) as conn:
-                key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
-                request.scope[_CALLER] = Caller(key, conn)
-                try:
-                    return await handle(request)
-                finally:
-                    del request.scope[_CALLER]  # the connection is going back to the pool
-
-        return keyed
-
-
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
-
-
-class _Operation(TypedDict):
-    """The keywords of `router.get` that document an operation: its name for generated
-    clients, its tag, its texts, its scope and its answers. Built once, at import."""
-
-    operation_id: str
-    tags: list[str | Enum]  # FastAPI's type: one of hangar.external.tags
-    summary: str
-    description: str
-    response_description: str
-    responses: _Responses
-    openapi_extra: dict[str, Any]  # merged into the operation's OpenAPI object as it stands
-    response_class: type[Response]
-
-
-def _doc(
-    operation_id: str,
-    tag: str,
-    scope: str,
-    model: Any,
-    *,
-    summary: str,
-    description: str,
-    ok: str,
-    query_key: bool = False,
-    errors: _Responses | None = None,
-) -> _Operation:
-    """`operation_id` is the name generated clients give the call: set here, never derived
-    from the function's name, so renaming a function changes no client (tests pin the set)."""
-    scheme = _QUERY_KEY if query_key else "bearerAuth"
-    return {
-        "operation_id": operation_id,
-        "tags": [tag],
-        "summary": summary,
-        "description": f"{description}\n\nScope: `{scope}`. {_LIMITS}",
-        "response_description": ok,
-        "responses": {200: {"model": model}, **(errors or {}), **_ERRORS},
-        "openapi_extra": {"security": [{scheme: [scope]}], REQUIRED_SCOPE: scope},
-        "response_class": Response,
-    }
 
 
 def _canonical(moment: datetime | None) -> str:
@@ -182,7 +38,7 @@ def _canonical(moment: datetime | None) -> str:
 
 @router.get(
     "/reservations",
-    **_doc(
+    **operation(
         "list_reservations",
         tags.RESERVATIONS,
         "read:reservations",
@@ -194,7 +50,7 @@ def _canonical(moment: datetime | None) -> str:
         "as `after` with the same filters for the next page; walked to the end, the pages "
         "return every matching reservation once.",
         ok="One page of reservations and the cursor of the next (null on the last page)",
-        errors=_CURSOR_ERROR,
+        errors=CURSOR_ERROR,
     ),
 )
 async def list_reservations(
@@ -249,7 +105,7 @@ async def list_reservations(
 
 @router.get(
     "/aircraft",
-    **_doc(
+    **operation(
         "list_aircraft",
         tags.FLEET,
         "read:aircraft",
@@ -268,7 +124,7 @@ async def list_aircraft(request: Request) -> Response:
 
 @router.get(
     "/squawks",
-    **_doc(
+    **operation(
         "list_squawks",
         tags.SQUAWKS,
         "read:squawks",
@@ -298,7 +154,7 @@ async def list_squawks(
 
 @router.get(
     "/members",
-    **_doc(
+    **operation(
         "list_members",
         tags.MEMBERS,
         "read:members",
@@ -318,7 +174,7 @@ async def list_members(request: Request) -> Response:
 
 @router.get(
     "/maintenance-logs",
-    **_doc(
+    **operation(
         "list_maintenance_logs",
         tags.MAINTENANCE,
         "read:maintenance",
@@ -341,7 +197,7 @@ async def list_maintenance_logs(request: Request, aircraft_id: str | None = None
 
 @router.get(
     "/work-orders",
-    **_doc(
+    **operation(
         "list_work_orders",
         tags.MAINTENANCE,
         "read:maintenance",
@@ -358,7 +214,7 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
     return json_response(rows)
 
 
-_FEED = _doc(
+_FEED = operation(
     "get_reservations_calendar",
     tags.RESERVATIONS,
     "read:reservations",

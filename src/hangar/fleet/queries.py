@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 from hangar.fleet.models import Aircraft
 from hangar.fleet.schemas import Aircraft as AircraftOut
 from hangar.fleet.schemas import AircraftRow

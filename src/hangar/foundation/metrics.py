@@ -96,7 +96,7 @@ JOB_RUNS = Counter(
 # --- retention ----------------------------------------------------------------------------
 
 # By table: webhook_deliveries, webhook_attempts, webhook_redeliveries, events, sessions,
-# invitations (hangar.retention.batches.TABLES).
+# invitations (hangar.retention.job.TABLES).
 RETENTION_PRUNED = Counter(
     "hangar_retention_rows_pruned",
     "Rows deleted by retention (past HANGAR_DELIVERY_RETENTION_DAYS, or expired), by table",

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, select, update
 
-from hangar.db.engine import Read, ReadConnection, read_connection
+from hangar.db.reads import Read, ReadConnection, read_connection
 from hangar.keys.key_format import hash_key, is_well_formed
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services

@@ -10,7 +10,7 @@ A feature's schemas.py holds each resource twice, field for field in the same or
   single list of the public fields that the queries select;
 - its row type (`ReservationRow`, a TypedDict): what the queries and the actions return, as
   Python holds it before JSON (ids are UUIDs there). A static type only: nothing is built or
-  validated per row. Its order is the JSON's; `hangar.db.engine.Read` holds every query to it.
+  validated per row. Its order is the JSON's; `hangar.db.reads.Read` holds every query to it.
 """
 
 from __future__ import annotations

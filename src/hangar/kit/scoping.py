@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import BindParameter, Select, bindparam, select
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 
 ORG_PARAM = "scope_org_id"
 

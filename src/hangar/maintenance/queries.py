@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import func
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import KeyContext, bound, rows, scoped
 from hangar.maintenance.models import MaintenanceLog, WorkOrder

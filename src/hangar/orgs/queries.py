@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 from hangar.kit.scoping import KeyContext, rows, scoped
 from hangar.orgs.models import Membership, Role
 from hangar.orgs.schemas import FULL_SCOPE, FullMemberRow, MemberRow

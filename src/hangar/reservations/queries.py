@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 
 from sqlalchemy import Select, bindparam, select, tuple_
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 from hangar.kit.cursor import Position
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import ORG_PARAM, KeyContext, OfOrg, bound, scoped

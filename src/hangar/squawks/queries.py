@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 
-from hangar.db.engine import Read, ReadConnection
+from hangar.db.reads import Read, ReadConnection
 from hangar.kit.schemas import field_names
 from hangar.kit.scoping import KeyContext, bound, rows, scoped
 from hangar.squawks.models import Squawk

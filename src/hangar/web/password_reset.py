@@ -1,4 +1,4 @@
-"""/password-reset/{token}: the page of the operator's recovery link (accounts.password_reset).
+"""/password-reset/{token}: the page of the operator's recovery link (accounts.service).
 
 GET shows whose account the link resets and a form to choose its new password; POST sets it,
 ends every other session of the account, signs the holder in and goes to /settings. No

@@ -41,7 +41,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.base import UTCDateTime
-from hangar.db.engine import Read, pg_transaction, reader
+from hangar.db.reads import Read, pg_transaction, reader
 from hangar.foundation.clock import Clock
 from hangar.foundation.crypto import SecretBox, SecretUnreadable
 from hangar.foundation.ids import new_id

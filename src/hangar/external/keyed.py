@@ -1,0 +1,73 @@
+"""The public API's route class: a key authenticated for the operation's documented scope
+before FastAPI reads a parameter, and the request's one read connection lent to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from fastapi.routing import APIRoute
+from starlette.responses import Response
+
+from hangar.db.reads import ReadConnection, read_connection
+from hangar.http.routing import bearer, services_of
+from hangar.keys.authentication import MISSING, MISSING_TOKEN, KeyAuthenticator
+from hangar.kit.schemas import REQUIRED_SCOPE
+from hangar.kit.scoping import KeyContext
+
+QUERY_KEY = "calendarToken"  # the feed's key travels in the query (calendars send no header)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated caller of a request, and the request's one read connection (its key
+    was looked up on it: one checkout per request, not one for the key and one for the data)."""
+
+    key: KeyContext
+    conn: ReadConnection
+
+
+_CALLER = "hangar.caller"
+
+
+def caller(request: Request) -> Caller:
+    """The caller `KeyedRoute` authenticated for this request."""
+    found: Caller = request.scope[_CALLER]
+    return found
+
+
+class KeyedRoute(APIRoute):
+    """An operation of the public API. Before FastAPI reads its parameters (so a bad key is
+    a 401, never a 422), the caller's key is authenticated for the scope the operation
+    documents (`x-required-scope`, so the documented scope is the enforced one), then the
+    request's read connection is lent to the operation until it returns.
+
+    A route class rather than a dependency with yield: FastAPI's dependency machinery (an
+    exit stack and a context manager per request, and the checks around them) cost about a
+    quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
+    in code comments").
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+        extra = self.openapi_extra or {}
+        scope: str = extra[REQUIRED_SCOPE]
+        from_query = any(QUERY_KEY in scheme for scheme in extra["security"])
+        missing = MISSING_TOKEN if from_query else MISSING
+
+        async def keyed(request: Request) -> Response:
+            authenticator: KeyAuthenticator = request.app.state.keys
+            raw = request.query_params.get("token") if from_query else bearer(request)
+            authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
+            services = services_of(request)
+            async with read_connection(services.engine) as conn:
+                key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
+                request.scope[_CALLER] = Caller(key, conn)
+                try:
+                    return await handle(request)
+                finally:
+                    del request.scope[_CALLER]  # the connection is going back to the pool
+
+        return keyed

@@ -1,0 +1,96 @@
+"""How each operation of the public API is documented (OpenAPI): its name for generated
+clients, tag, texts, scope and every answer it may give, as service-spec.md lists them."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, TypedDict
+
+from starlette.responses import Response
+
+from hangar.external.keyed import QUERY_KEY
+from hangar.kit.schemas import REQUIRED_SCOPE, ErrorBody, ValidationErrorBody
+
+# FastAPI's type for an operation's documented answers: status to OpenAPI fragments (JSON).
+Responses = dict[int | str, dict[str, Any]]
+
+# The answers every operation may give besides its 200, as service-spec.md's Errors lists
+# them: each a `{detail, code}` body whose `code` a client branches on.
+ERRORS: Responses = {
+    401: {
+        "model": ErrorBody,
+        "description": "`UNAUTHORIZED`: the key is missing, malformed, unknown, revoked, or "
+        "rotated out after its grace window",
+    },
+    403: {
+        "model": ErrorBody,
+        "description": "`INSUFFICIENT_SCOPE`: the key is valid but lacks this operation's "
+        "scope, which `detail` names",
+    },
+    422: {
+        "model": ValidationErrorBody,
+        "description": "`VALIDATION_ERROR`: a query parameter is invalid; `errors` lists each "
+        "problem",
+    },
+    429: {
+        "model": ErrorBody,
+        "description": "`RATE_LIMITED`: the key has made 60 requests this calendar minute or "
+        "1000 this calendar hour; no quota headers are sent",
+    },
+    503: {
+        "model": ErrorBody,
+        "description": "`SERVICE_UNAVAILABLE`: a datastore cannot be reached for now; retry later",
+    },
+}
+CURSOR_ERROR: Responses = {
+    400: {
+        "model": ErrorBody,
+        "description": "`INVALID_CURSOR`: `after` did not come from this organization's "
+        "results with these filters",
+    },
+}
+LIMITS = (
+    "Every call counts against the key's limits of 60 requests per calendar minute and 1000 "
+    "per calendar hour; past either, the answer is 429 `RATE_LIMITED`."
+)
+
+
+class Operation(TypedDict):
+    """The keywords of `router.get` that document an operation: its name for generated
+    clients, its tag, its texts, its scope and its answers. Built once, at import."""
+
+    operation_id: str
+    tags: list[str | Enum]  # FastAPI's type: one of hangar.external.tags
+    summary: str
+    description: str
+    response_description: str
+    responses: Responses
+    openapi_extra: dict[str, Any]  # merged into the operation's OpenAPI object as it stands
+    response_class: type[Response]
+
+
+def operation(
+    operation_id: str,
+    tag: str,
+    scope: str,
+    model: Any,
+    *,
+    summary: str,
+    description: str,
+    ok: str,
+    query_key: bool = False,
+    errors: Responses | None = None,
+) -> Operation:
+    """`operation_id` is the name generated clients give the call: set here, never derived
+    from the function's name, so renaming a function changes no client (tests pin the set)."""
+    scheme = QUERY_KEY if query_key else "bearerAuth"
+    return {
+        "operation_id": operation_id,
+        "tags": [tag],
+        "summary": summary,
+        "description": f"{description}\n\nScope: `{scope}`. {LIMITS}",
+        "response_description": ok,
+        "responses": {200: {"model": model}, **(errors or {}), **ERRORS},
+        "openapi_extra": {"security": [{scheme: [scope]}], REQUIRED_SCOPE: scope},
+        "response_class": Response,
+    }
