@@ -20,8 +20,9 @@ from sqlalchemy import select
 
 from hangar.kit.container import Services
 from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.dispatcher import MAX_ATTEMPTS, RETRY_WAITS, Dispatcher
+from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
+from hangar.webhooks.retries import MAX_ATTEMPTS, RETRY_WAITS
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver

@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
 from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.dispatcher import Claimed, Dispatcher
+from hangar.webhooks.claims import Claimed
+from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, is_in_flight
 from hangar.wiring.worker import Worker

@@ -15,8 +15,9 @@ from sqlalchemy.exc import IntegrityError
 
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
-from hangar.webhooks import dispatcher as dispatcher_module
-from hangar.webhooks.dispatcher import Claimed, Dispatcher
+from hangar.webhooks import claims as claims_module
+from hangar.webhooks.claims import Claimed
+from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import Sender
@@ -28,7 +29,7 @@ from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests record outcomes of many deliveries to one subscription, leased at once:
     the cap on attempts in flight (tests/webhooks/test_fair_delivery.py) is not theirs."""
-    monkeypatch.setattr(dispatcher_module, "MAX_IN_FLIGHT", 100)
+    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 100)
 
 
 async def claimed(services: Services, sender: Sender, org: Org, events: int) -> list[Claimed]:
@@ -194,7 +195,7 @@ class Refills:
 async def test_a_batch_refills_the_slots_it_frees_in_its_own_transaction(
     services: Services, org: Org, sender: Sender, receiver: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dispatcher_module, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 2)
     sub_id = await subscribe(services, org, receiver.url())
     for _ in range(5):
         await fire(services, org)

@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.engine import make_engine
 from hangar.kit.container import Services
 from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.dispatcher import Claimed, Dispatcher
+from hangar.webhooks.claims import Claimed
+from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
 from hangar.webhooks.sender import Sender
 from tests.fixtures.environment import PG_URL
