@@ -24,14 +24,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from hangar.foundation.metrics import AttemptOutcome
 from hangar.kit.resolver import Resolver
 from hangar.webhooks.explain import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
-from hangar.webhooks.url_policy import (
-    AddressRule,
-    CheckedUrl,
-    RejectionCode,
-    UrlRejected,
-    check_webhook_url,
-    is_public_address,
-)
+from hangar.webhooks.url_parsing import AddressRule, RejectionCode, UrlRejected, is_public_address
+from hangar.webhooks.url_policy import CheckedUrl, check_webhook_url
 
 TIMEOUT_SECONDS = 10.0
 RESPONSE_KEPT_BYTES = 2048

@@ -18,7 +18,8 @@ from hangar.kit.rows import insert_new, public
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret
-from hangar.webhooks.url_policy import UrlRejected, check_webhook_url
+from hangar.webhooks.url_parsing import UrlRejected
+from hangar.webhooks.url_policy import check_webhook_url
 
 # What a 404 calls one.
 SUBSCRIPTION = "webhook subscription"
