@@ -87,8 +87,8 @@ def build_app(mode: str, settings: Settings) -> Any:
 
 def build_baseline(settings: Settings, limiter: RateLimiter, *, bypass_keys: bool = False) -> Any:
     from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
-    from hangar.foundation.config import sqlite_path
     from hangar.foundation.crypto import derive_key
+    from hangar.foundation.sqlite_files import sqlite_path
 
     path = sqlite_path(settings.database_url)
     db: Database = (

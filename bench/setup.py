@@ -23,8 +23,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
-from hangar.foundation.config import sqlite_path
 from hangar.foundation.crypto import derive_key
+from hangar.foundation.sqlite_files import sqlite_path
 from hangar.kit import cursor
 from hangar.kit.scopes import SCOPES
 from hangar.orgs.models import Organization

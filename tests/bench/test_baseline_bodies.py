@@ -12,7 +12,7 @@ import pytest
 from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
 from bench.server import RoomyLimiter
 
-from hangar.foundation.config import sqlite_path
+from hangar.foundation.sqlite_files import sqlite_path
 from hangar.kit.container import Services
 from hangar.reservations.models import Reservation
 from tests.fixtures.factories import T0, Org, aircraft

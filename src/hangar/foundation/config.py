@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
+
+from hangar.foundation.sqlite_files import private_sqlite, secret_beside, sqlite_path
 
 DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
@@ -54,57 +53,6 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
-
-
-def sqlite_path(database_url: str) -> Path | None:
-    """The file behind a sqlite:/// URL, or None for in-memory or other databases."""
-    if not database_url.startswith("sqlite:///"):
-        return None
-    path = database_url.removeprefix("sqlite:///")
-    if not path or path == ":memory:":
-        return None
-    return Path(path)
-
-
-# Beside the database SQLite keeps its write-ahead log and shared-memory index, and (outside
-# WAL mode) a rollback journal: each holds the same personal data, hashes and session rows.
-SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
-PRIVATE = 0o600
-PRIVATE_FOLDER = 0o700
-
-
-def _private_sqlite(db_file: Path) -> None:
-    """The database and its companion files readable by this user only, in a folder of its
-    own made 0700 when hangar makes it.
-
-    SQLite gives the WAL, SHM and journal files the database file's own mode, so creating
-    the database 0600 (an empty file is an empty database) makes them private too. Files left
-    readable by an older version are tightened.
-    """
-    # A folder made here holds the database and its key: this user's only, whatever the umask
-    # (an existing folder is the operator's, and keeps its mode).
-    db_file.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(db_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE))
-    for suffix in (*SQLITE_COMPANIONS, ".secret"):
-        path = db_file.with_name(db_file.name + suffix)
-        try:
-            if path.stat().st_mode & 0o077:
-                path.chmod(PRIVATE)
-        except FileNotFoundError:
-            continue
-
-
-def _secret_beside(db_file: Path) -> str:
-    """The SQLite default: a key generated once and kept next to the database, mode 0600."""
-    key_file = db_file.with_name(db_file.name + ".secret")
-    if key_file.exists():
-        return key_file.read_text().strip()
-    key = secrets.token_urlsafe(48)
-    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key + "\n")
-    return key
 
 
 def log_format(env: Mapping[str, str]) -> LogFormat:
@@ -214,14 +162,14 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         )
     db_file = sqlite_path(database_url)
     if db_file is not None:
-        _private_sqlite(db_file)
+        private_sqlite(db_file)
     secret_key = env.get("HANGAR_SECRET_KEY", "")
     if not secret_key:
         if db_file is None:
             raise ConfigError(
                 "HANGAR_SECRET_KEY is required when the database is not a SQLite file"
             )
-        secret_key = _secret_beside(db_file)
+        secret_key = secret_beside(db_file)
     if len(secret_key) < 32:
         raise ConfigError("HANGAR_SECRET_KEY must be at least 32 characters")
     smtp_url, mail_from = mail_settings(env)
