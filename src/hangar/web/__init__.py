@@ -1,7 +1,7 @@
 """The HTML side of hangar: Org Settings screens and the public integrator pages.
 
-Screens call the same services as the JSON management API (keys.service,
-webhooks.service); nothing here validates or scopes on its own.
+Screens call the same services as the JSON routes (accounts.service, orgs.service,
+keys.service, webhooks.service); nothing here validates or scopes on its own.
 """
 
 from __future__ import annotations
