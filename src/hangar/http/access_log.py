@@ -25,7 +25,7 @@ from urllib.parse import unquote_plus
 
 import orjson
 
-from hangar.keys.key_format import KEY_PREFIX
+from hangar.keys.authentication import KEY_PREFIX
 
 REDACTED = "[redacted]"
 # A key written anywhere in the line, for instance in a path, still never reaches the log.

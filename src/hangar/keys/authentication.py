@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, select, update
 
 from hangar.db.reads import Read, ReadConnection, read_connection
+from hangar.keys.key_format import KEY_PREFIX as KEY_PREFIX  # what the access log redacts
 from hangar.keys.key_format import hash_key, is_well_formed
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services

@@ -9,14 +9,12 @@ in the database, so the bound holds across every worker on every machine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, false, func, literal_column, or_, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import ColumnElement, String, func, literal_column, or_, select
 
-from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.models import Delivery
 
 # Attempts in flight at once to one subscription, across all workers. Ten keeps a small
 # receiver (a few threads or processes behind it) from being sent a worker's 100 POSTs at
@@ -108,43 +106,3 @@ def with_due_work(now: Any) -> Any:
         .where(walk.c.id.is_not(None))
         .cte("with_due_work")
     )
-
-
-@dataclass(frozen=True)
-class Gauges:
-    """The queue as an operator watches it (GET /metrics)."""
-
-    pending: int
-    in_flight: int
-    held_by_cap: int  # due, but their subscription has MAX_IN_FLIGHT attempts out
-    oldest_due_age_s: float  # of what a worker could take now; 0 when none is due
-    disabled: int  # subscriptions disabled now, not deleted
-
-
-async def gauges(conn: AsyncConnection, now: datetime) -> Gauges:
-    waiting = with_due_work(now)
-    capped = waiting.c.busy >= MAX_IN_FLIGHT
-    count = await conn.scalar(select(func.count()).select_from(Delivery).where(is_pending()))
-    in_flight = await conn.scalar(
-        select(func.count()).select_from(Delivery).where(is_in_flight(now))
-    )
-    # Due work splits in two: held back by its subscription's cap (the endpoint's pace), or
-    # claimable now (waiting for a worker's slot).
-    oldest = await conn.scalar(select(func.min(waiting.c.head)).where(~capped))
-    held = await conn.scalar(
-        select(func.count())
-        .select_from(Delivery)
-        .join(waiting, waiting.c.subscription_id == Delivery.subscription_id)
-        .where(capped, is_due(now))
-    )
-    disabled = await conn.scalar(
-        select(func.count())
-        .select_from(Subscription)
-        .where(Subscription.enabled == false(), Subscription.deleted_at.is_(None))
-    )
-    age = 0.0
-    if oldest is not None:
-        if oldest.tzinfo is None:  # SQLite through an aggregate loses the column type
-            oldest = oldest.replace(tzinfo=now.tzinfo)
-        age = max((now - oldest).total_seconds(), 0.0)
-    return Gauges(count or 0, in_flight or 0, held or 0, age, disabled or 0)
