@@ -72,38 +72,45 @@ class _ThisProcess:
         return REGISTRY.collect()
 
 
+# The queue's gauges: name, help, and the field of webhooks.queries.Gauges each reports.
+_GAUGES = (
+    (
+        "hangar_webhook_deliveries_pending",
+        "Deliveries waiting for an attempt (due now or retrying later)",
+        "pending",
+    ),
+    (
+        "hangar_webhook_deliveries_in_flight",
+        "Deliveries being attempted now, by any worker (their leases are live)",
+        "in_flight",
+    ),
+    (
+        "hangar_webhook_deliveries_held_by_cap",
+        "Due deliveries waiting for their own endpoint: its subscription has as many "
+        "attempts in flight as it may",
+        "held_by_cap",
+    ),
+    (
+        "hangar_webhook_oldest_due_delivery_age_seconds",
+        "How long the longest-waiting delivery a worker could take now has been due "
+        "(0 when none is): growing, the workers are too few",
+        "oldest_due_age_s",
+    ),
+    (
+        "hangar_webhook_subscriptions_disabled",
+        "Subscriptions disabled now (automatically or by an administrator), not deleted",
+        "disabled",
+    ),
+)
+
+
 @dataclass(frozen=True)
 class _Queue:
     read: Gauges
 
     def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily(
-            "hangar_webhook_deliveries_pending",
-            "Deliveries waiting for an attempt (due now or retrying later)",
-            value=self.read.pending,
-        )
-        yield GaugeMetricFamily(
-            "hangar_webhook_deliveries_in_flight",
-            "Deliveries being attempted now, by any worker (their leases are live)",
-            value=self.read.in_flight,
-        )
-        yield GaugeMetricFamily(
-            "hangar_webhook_deliveries_held_by_cap",
-            "Due deliveries waiting for their own endpoint: its subscription has as many "
-            "attempts in flight as it may",
-            value=self.read.held_by_cap,
-        )
-        yield GaugeMetricFamily(
-            "hangar_webhook_oldest_due_delivery_age_seconds",
-            "How long the longest-waiting delivery a worker could take now has been due "
-            "(0 when none is): growing, the workers are too few",
-            value=self.read.oldest_due_age_s,
-        )
-        yield GaugeMetricFamily(
-            "hangar_webhook_subscriptions_disabled",
-            "Subscriptions disabled now (automatically or by an administrator), not deleted",
-            value=self.read.disabled,
-        )
+        for name, help_text, field in _GAUGES:
+            yield GaugeMetricFamily(name, help_text, value=getattr(self.read, field))
 
 
 async def _queue(services: Services) -> _Queue | None:
