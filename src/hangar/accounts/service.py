@@ -120,8 +120,7 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
     return new
 
 
-async def sign_out(conn: AsyncConnection, session_id: uuid.UUID) -> None:
-    await sessions.sign_out(conn, session_id)
+sign_out = sessions.sign_out  # the session's row goes; nothing to add here
 
 
 # --- the recovery link -------------------------------------------------------------------

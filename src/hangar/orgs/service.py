@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -47,8 +46,8 @@ async def open_link(conn: AsyncConnection, token: str, now: datetime) -> invitat
     return found
 
 
-async def accept(conn: AsyncConnection, token: str, user_id: uuid.UUID, now: datetime) -> None:
-    await invitations.accept(conn, token, user_id, now)
+# Accepting as the signed-in account: the domain's own action, nothing to add here.
+accept = invitations.accept
 
 
 async def choose_password(services: Services, token: str, password: str) -> Started:

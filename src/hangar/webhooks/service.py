@@ -26,7 +26,6 @@ from hangar.webhooks import subscriptions as subs
 # present, and the words of the health summary.
 from hangar.webhooks.delivery_log import DELIVERY as DELIVERY
 from hangar.webhooks.delivery_log import REDELIVERY_LIMITS as REDELIVERY_LIMITS
-from hangar.webhooks.delivery_log import DeliveryView
 from hangar.webhooks.health import BucketView as BucketView
 from hangar.webhooks.health import HealthView as HealthView
 from hangar.webhooks.health import SeriesView as SeriesView
@@ -51,18 +50,15 @@ class SubscriptionEdit(RequestBody):
     events: list[str] | None = Field(None, max_length=20)
 
 
-async def list_all(conn: AsyncConnection, org_id: uuid.UUID) -> list[SubscriptionView]:
-    return await subs.list_subscriptions(conn, org_id)
-
-
-async def get(conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID) -> SubscriptionView:
-    return await subs.get_subscription(conn, org_id, sub_id)
-
-
-async def deliveries(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
-) -> list[DeliveryView]:
-    return await delivery_log.recent_deliveries(conn, org_id, sub_id, limit)
+# The actions the subscriptions and the delivery log already are, as they are: this layer
+# adds nothing to them.
+list_all = subs.list_subscriptions
+get = subs.get_subscription
+delete = subs.delete_subscription
+enable = subs.enable_subscription
+deliveries = delivery_log.recent_deliveries
+# Redeliver: a finished delivery queued again, same id and event (10 per hour).
+redeliver = delivery_log.redeliver
 
 
 async def subscription_health(
@@ -108,18 +104,6 @@ async def edit(
     )
 
 
-async def delete(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime
-) -> None:
-    await subs.delete_subscription(conn, org_id, sub_id, now)
-
-
-async def enable(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime
-) -> SubscriptionView:
-    return await subs.enable_subscription(conn, org_id, sub_id, now)
-
-
 async def fire_test(
     conn: AsyncConnection, services: Services, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime
 ) -> uuid.UUID:
@@ -139,8 +123,3 @@ async def fire_test(
         catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
         now,
     )
-
-
-# Redeliver: a finished delivery queued again, same id and event (10 per hour). The delivery
-# log's action itself: there is nothing for this layer to add.
-redeliver = delivery_log.redeliver
