@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.accounts import service as accounts
-from hangar.auth import sessions
+from hangar.auth import passwords, sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
+from hangar.web.pages import templates
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
@@ -169,3 +170,21 @@ async def test_only_an_account_gets_a_link_never_an_invitations_placeholder(
     for email in ("invited-only@example.org", "nobody@example.org", ""):
         with pytest.raises(NotFound):
             await issued(org.engine, email, clock)
+
+
+async def test_the_form_states_the_one_password_rule(
+    services: Services, org: Org, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The form's bounds and hint are hangar.auth.passwords's, not numbers of its own: a rule
+    changed there changes the page (the invitation page shares the template globals)."""
+    email = f"rule-{uuid.uuid4().hex[:8]}@example.org"
+    await org.member("member", email=email)
+    token = await issued(org.engine, email, clock)
+    assert templates.globals["password_min"] == passwords.MIN_LENGTH
+    assert templates.globals["password_max"] == passwords.MAX_LENGTH
+    monkeypatch.setitem(templates.globals, "password_min", 12)
+    monkeypatch.setitem(templates.globals, "password_max", 64)
+    async with browser(services) as person:
+        page = (await person.get(f"/password-reset/{token}")).text
+    assert page.count('minlength="12" maxlength="64"') == 2
+    assert "At least 12 characters." in page

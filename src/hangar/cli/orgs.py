@@ -95,8 +95,8 @@ def user_create(
         str | None,
         typer.Option(
             metavar="PASSWORD",
-            help="For a new account only (8 characters at least): an existing account's "
-            "password is its holder's",
+            help=f"For a new account only ({MIN_LENGTH} characters at least): an existing "
+            "account's password is its holder's",
         ),
     ] = None,
     first_name: FirstName = "",

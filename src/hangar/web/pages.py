@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from hangar.auth import passwords
 from hangar.kit.errors import ApiError, NotFound
 
 # Templates, static files and snippets are package data: found through the installed
@@ -48,6 +49,9 @@ def _when(value: datetime | None) -> str:
 
 
 templates.filters["when"] = _when
+# The one password rule (hangar.auth.passwords), for the forms' minlength and maxlength.
+templates.globals["password_min"] = passwords.MIN_LENGTH
+templates.globals["password_max"] = passwords.MAX_LENGTH
 
 
 class PageExit(Exception):
