@@ -1,1 +1,2 @@
-"""The doors a person uses themselves: signing in and out, and answering an invitation."""
+"""What a person does with their own account: signing in and out, and the operator's
+recovery link (service.py). Answering an invitation is the organizations' (hangar.orgs)."""
