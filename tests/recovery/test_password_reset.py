@@ -188,3 +188,13 @@ async def test_the_form_states_the_one_password_rule(
         page = (await person.get(f"/password-reset/{token}")).text
     assert page.count('minlength="12" maxlength="64"') == 2
     assert "At least 12 characters." in page
+
+
+def test_the_mail_and_the_refusal_say_link_in_plain_words(clock: FakeClock) -> None:
+    issued = accounts.IssuedReset(uuid.uuid4(), "pat@example.org", "t0ken", clock.now())
+    mail = accounts.reset_mail(issued, "https://hangar.example/password-reset/t0ken", clock.now())
+    assert mail.subject == "Your hangar password reset link"
+    assert "A password reset link was made for your hangar account, pat@example.org." in mail.body
+    assert "Open this link to choose a new password:" in mail.body
+    refused = accounts.reset_not_valid()
+    assert refused.detail == "This password reset link is not valid or has expired"

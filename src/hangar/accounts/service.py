@@ -132,7 +132,7 @@ RESET_PATH = "/password-reset/"
 
 
 def reset_not_valid() -> NotFound:
-    return NotFound(detail="This password reset reset_link is not valid or has expired")
+    return NotFound(detail="This password reset link is not valid or has expired")
 
 
 def token_hash(token: str) -> str:
@@ -152,14 +152,14 @@ class IssuedReset:
 
 
 async def issue_reset(conn: AsyncConnection, email: str, now: datetime) -> IssuedReset:
-    """A new recovery reset_link for the account with `email`, replacing any earlier one; 404 if no
+    """A new recovery link for the account with `email`, replacing any earlier one; 404 if no
     account has the email."""
     wanted = email.strip().lower()
     account_id = await users.account_with(conn, wanted)
     if account_id is None or not wanted:
         raise NotFound(detail=f"No account has the email {wanted!r}")
     token = secrets.token_urlsafe(32)
-    # The account's earlier reset_link stops working: only the newest one is ever live.
+    # The account's earlier link stops working: only the newest one is ever live.
     await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account_id))
     await conn.execute(
         insert(PasswordReset).values(
@@ -175,9 +175,9 @@ async def issue_reset(conn: AsyncConnection, email: str, now: datetime) -> Issue
 
 def reset_mail(issued: IssuedReset, url: str, now: datetime) -> Mail:
     body = (
-        f"A password reset reset_link was made for your hangar account, {issued.email}.\n"
+        f"A password reset link was made for your hangar account, {issued.email}.\n"
         "\n"
-        "OpenReset this reset_link to choose a new password:\n"
+        "Open this link to choose a new password:\n"
         "\n"
         f"{url}\n"
         "\n"
@@ -186,12 +186,12 @@ def reset_mail(issued: IssuedReset, url: str, now: datetime) -> Mail:
         "\n"
         "If you did not ask for this, ignore this message: your password stays as it is.\n"
     )
-    return Mail(issued.email, "Your hangar password reset reset_link", body, now)
+    return Mail(issued.email, "Your hangar password reset link", body, now)
 
 
 @dataclass(frozen=True)
 class OpenReset:
-    """A usable recovery reset_link: whose account it resets."""
+    """A usable recovery link: whose account it resets."""
 
     reset_id: uuid.UUID
     user_id: uuid.UUID
@@ -200,7 +200,7 @@ class OpenReset:
 
 
 async def find_reset(conn: AsyncConnection, token: str, now: datetime) -> OpenReset | None:
-    """The usable reset_link behind a token, or None."""
+    """The usable link behind a token, or None."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
     row = (
@@ -219,12 +219,12 @@ async def find_reset(conn: AsyncConnection, token: str, now: datetime) -> OpenRe
 
 
 async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datetime) -> OpenReset:
-    """Sets the password through the reset_link, which is used up; every session of the account
+    """Sets the password through the link, which is used up; every session of the account
     ends."""
     found = await find_reset(conn, token, now)
     if found is None:
         raise reset_not_valid()
-    # The DELETE restates "still live": of two uses of one reset_link at once, one deletes it and
+    # The DELETE restates "still live": of two uses of one link at once, one deletes it and
     # the other finds nothing, and its whole transaction is refused.
     used = await conn.execute(
         delete(PasswordReset)
@@ -239,7 +239,7 @@ async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datet
 
 
 async def choose_new_password(services: Services, token: str, password: str) -> Started:
-    """Sets the account's password through its recovery reset_link and signs the holder in (a new
+    """Sets the account's password through its recovery link and signs the holder in (a new
     session; every earlier one has ended)."""
     async with services.engine.connect() as conn:
         found = await find_reset(conn, token, services.clock.now())
@@ -248,6 +248,6 @@ async def choose_new_password(services: Services, token: str, password: str) -> 
     password_hash = await hashed(password)
     now = services.clock.now()
     async with services.engine.begin() as conn:
-        # Checked again: the reset_link may have been used (or replaced) meanwhile.
+        # Checked again: the link may have been used (or replaced) meanwhile.
         used = await _use(conn, token, password_hash, now)
         return await started(conn, await sessions.start(conn, used.user_id, used.email, now))
