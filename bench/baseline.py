@@ -261,14 +261,14 @@ class Baseline:
         self,
         db: Database,
         limiter: RateLimiter,
-        cursor_key: bytes,
+        cursor_keys: cursor.CursorKeys,
         limits: tuple[Limit, ...] = API_LIMITS,
         *,
         bypass_keys: bool = False,
     ) -> None:
         self.db = db
         self.limiter = limiter
-        self.cursor_key = cursor_key
+        self.cursor_keys = cursor_keys
         self.limits = limits
         self._touched: dict[Any, datetime] = {}
         # G4's contrast: authenticate each (key, scope) once, then skip the lookup and the
@@ -402,7 +402,7 @@ class Baseline:
         after = query.get("after")
         offset = query.get("offset")  # bench-only: the OFFSET contrast of G3
         context = "||||"
-        position = cursor.decode(self.cursor_key, org_id, context, after) if after else None
+        position = cursor.decode(self.cursor_keys, org_id, context, after) if after else None
         rows: list[dict[str, Any]] = []
         if offset is not None:
             rows = await self._rows(SQL_DATED_OFFSET, RES_COLUMNS, org_id, limit, int(offset))
@@ -426,7 +426,7 @@ class Baseline:
             if start is not None and start.tzinfo is None:
                 start = start.replace(tzinfo=UTC)
             next_cursor = cursor.encode(
-                self.cursor_key,
+                self.cursor_keys,
                 org_id,
                 context,
                 cursor.Position(start_time=start, id=_as_uuid(last["id"])),

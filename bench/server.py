@@ -87,14 +87,15 @@ def build_app(mode: str, settings: Settings) -> Any:
 
 def build_baseline(settings: Settings, limiter: RateLimiter, *, bypass_keys: bool = False) -> Any:
     from bench.baseline import Baseline, Database, PgDatabase, SqliteDatabase
-    from hangar.foundation.crypto import derive_key
     from hangar.foundation.sqlite_files import sqlite_path
+    from hangar.kit.cursor import CursorKeys
 
     path = sqlite_path(settings.database_url)
     db: Database = (
         SqliteDatabase(str(path)) if path is not None else PgDatabase(settings.database_url)
     )
-    return Baseline(db, limiter, derive_key(settings.secret_key, "cursor"), bypass_keys=bypass_keys)
+    keys = CursorKeys.derive(settings.secret_key, settings.previous_secret_keys)
+    return Baseline(db, limiter, keys, bypass_keys=bypass_keys)
 
 
 def main() -> None:

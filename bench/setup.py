@@ -23,7 +23,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
-from hangar.foundation.crypto import derive_key
 from hangar.foundation.sqlite_files import sqlite_path
 from hangar.kit import cursor
 from hangar.kit.scopes import SCOPES
@@ -243,7 +242,7 @@ def cursor_at_depth(data: Dataset, depth: int) -> tuple[str, datetime]:
         finally:
             await engine.dispose()
 
-    key = derive_key(SECRET, "cursor")
+    keys = cursor.CursorKeys.derive(SECRET)
     at = asyncio.run(position())
     assert at.start_time is not None
-    return cursor.encode(key, data.org_id, "||||", at), at.start_time
+    return cursor.encode(keys, data.org_id, "||||", at), at.start_time

@@ -1,20 +1,28 @@
 """Installed = checkout: run hangar as an operator installs it, and request everything.
 
-Builds the wheel, installs it with its pinned dependencies (requirements.lock, hashes
-checked) into a fresh virtual environment in a temporary directory outside the checkout,
-makes an organization, an admin, a key with every scope, rows, an invitation and a password
-reset link through the installed `hangar` command, starts `hangar serve` on a fresh SQLite
+Builds the wheel, installs it as README's production install does (the dependencies from
+requirements-production.lock, hashes checked, then the wheel) into a fresh virtual
+environment in a temporary directory outside the checkout, makes an organization, an admin,
+a key with every scope, rows, an invitation and a password reset link through the
+installed `hangar` command, starts `hangar serve` on a fresh SQLite
 database on a free loopback port, and requests every GET route of the app (the pages, the
 screens signed in, the public API with the key, the management API with the session), every
 same-origin link those pages carry (static files among them), and the two forms that show a
-secret once. Any answer that is not 2xx or 3xx fails, and so does a `hangar --version` that
-is not the wheel's version. The server is always stopped; the directory is removed unless
---keep.
+secret once. Then it backs the database up with `hangar backup` while it is served,
+restores the backup into a new SQLite file with `hangar restore` (the key file copied beside
+it, as the README's Backups says), serves that and asks it for the aircraft: the answer must
+be the served database's. Last, two instances of it behind deploy/'s nginx are restarted one
+after the other (SIGTERM) under load (scripts/rolling_restart.py): no request may fail or
+take more than a second. Any answer that is not 2xx or 3xx fails, and so does a `hangar
+--version` that is not the wheel's version. The server is always stopped; the directory is
+removed unless --keep.
 
     ./dev smoke            (what .ci/run does; or .venv/bin/python scripts/smoke_installed.py)
 
 It runs under ./dev's environment, whose pinned setuptools builds the wheel; HTTP is the
-standard library's. About a minute, most of it pip installing the pinned dependencies.
+standard library's (the rolling restart's, that environment's httpx, and its nginx site and
+test certificate are the tests' own: tests/fixtures/deploy.py). About two minutes, most of
+it pip installing the pinned dependencies.
 """
 
 from __future__ import annotations
@@ -33,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -43,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION_LOCK = ROOT / "requirements-production.lock"  # scripts/production_lock.py
 # What the build reads: the package and the files its metadata names.
 SOURCES = ("src", "pyproject.toml", "README.md", "CHANGELOG.md")
 SCOPES = (
@@ -158,53 +166,18 @@ def build_wheel(work: Path) -> Path:
     return wheel
 
 
-def _name(text: str) -> str:
-    return re.sub(r"[-_.]+", "-", text).lower()
-
-
-def runtime_requirements() -> str:
-    """The lock's entries that the package's own dependencies need (not the dev extra).
-
-    requirements.lock pins the dev tools too; uv's "# via" notes say who needs each entry,
-    so the run-time set is what the [project] dependencies reach through them. `pip check`
-    afterwards proves the set is complete.
-    """
-    entries: dict[str, list[str]] = {}
-    needed_by: dict[str, set[str]] = {}
-    current = ""
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
-        if match := re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==", line):
-            current = _name(match[1])
-            entries[current], needed_by[current] = [line], set()
-        elif current and line.startswith("    --hash"):
-            entries[current].append(line)
-        elif current and line.startswith("    #"):
-            for who in line.strip().removeprefix("#").strip().removeprefix("via").split(","):
-                if who.strip():
-                    needed_by[current].add(_name(who.split()[0]))
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {_name(re.split(r"[\[<>=!~; ]", dep)[0]) for dep in project["dependencies"]}
-    grew = True
-    while grew:
-        more = {name for name, who in needed_by.items() if who & wanted} - wanted
-        wanted |= more
-        grew = bool(more)
-    missing = wanted - entries.keys()
-    if missing:
-        raise SmokeFailed(f"requirements.lock does not pin {sorted(missing)}")
-    return "\n".join(line for name in sorted(wanted) for line in entries[name]) + "\n"
-
-
 def install(work: Path, wheel: Path) -> Path:
     venv = work / "venv"
     run([sys.executable, "-m", "venv", str(venv)], timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    pins = work / "requirements-runtime.txt"
-    pins.write_text(runtime_requirements())
-    run([*pip, "install", "--no-deps", "--require-hashes", "-r", str(pins)], timeout=900)
+    # README's production install: the lock shipped with the release (every dependency
+    # pinned with hashes, or pip refuses), then the wheel alone.
+    run([*pip, "install", "--require-hashes", "-r", str(PRODUCTION_LOCK)], timeout=900)
     run([*pip, "install", "--no-deps", str(wheel)], timeout=300)
     run([*pip, "check"], timeout=120)  # the wheel's declared dependencies are all there
-    say(f"   {venv}: {pins.read_text().count('==')} pinned packages and {wheel.name}")
+    listed = json.loads(run([*pip[:-1], "list", "--format=json"], timeout=120))  # not -q
+    size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file() and not f.is_symlink())
+    say(f"   {venv}: {len(listed)} packages (hangar and pip among them), {size / 1e6:.0f} MB")
     return venv
 
 
@@ -465,6 +438,131 @@ def exercise(base: str, made: Fixture, version: str) -> Browser:
     return browser
 
 
+# --- backup and restore --------------------------------------------------------------------
+
+
+def backup_and_restore(hangar: str, run_dir: Path, env: dict[str, str], made: Fixture) -> None:
+    """`hangar backup` of the served database, `hangar restore` into a new SQLite file, and
+    that file served: its aircraft are the original's."""
+    aircraft = "/api/v1/external/aircraft"
+    backup = run_dir / "backup.tar"
+    with serving(hangar, run_dir, env, int(env["HANGAR_PUBLIC_URL"].rsplit(":", 1)[1])) as base:
+        served = Browser(base)
+        before = served.get(aircraft, bearer=made.key)
+        printed = json.loads(
+            run([hangar, "backup", str(backup)], cwd=run_dir, env=env, timeout=120)
+        )
+    say(f"   hangar backup: {printed['size']} bytes of database at revision {printed['revisions']}")
+    restored = run_dir / "restored"
+    restored.mkdir(mode=0o700)
+    # The key is not in the backup: the operator keeps it apart and puts it back beside the file.
+    shutil.copy2(run_dir / "hangar.db.secret", restored / "hangar.db.secret")
+    port = free_port()
+    restored_env = env | {
+        "HANGAR_DATABASE_URL": f"sqlite:///{restored / 'hangar.db'}",
+        "HANGAR_PUBLIC_URL": f"http://127.0.0.1:{port}",
+    }
+    done = json.loads(
+        run([hangar, "restore", str(backup)], cwd=restored, env=restored_env, timeout=120)
+    )
+    say(f"   hangar restore: webhook secrets {done['webhook_secrets']}")
+    if done["webhook_secrets"] != "readable":
+        raise SmokeFailed("the restored database's webhook secrets do not open with its key")
+    with serving(hangar, restored, restored_env, port) as base:
+        again = Browser(base)
+        after = again.get(aircraft, bearer=made.key)
+    failed = served.failed + again.failed
+    if failed or json.loads(after) != json.loads(before):
+        raise SmokeFailed(
+            f"the restored database answers otherwise ({restored / 'server.log'}): "
+            f"{failed or after[:300]!r}"
+        )
+
+
+# --- a rolling restart -----------------------------------------------------------------------
+
+
+def rolling_restart_behind_nginx(
+    hangar: str, run_dir: Path, env: dict[str, str], made: Fixture
+) -> None:
+    """Two instances of the installed `hangar serve --no-worker` on this database, behind
+    deploy/'s nginx, each restarted in turn (SIGTERM) while four signed-in clients read and
+    write through nginx: none of their requests may fail or take more than a second. The
+    rolling itself is scripts/rolling_restart.py, which tests/operations/test_rolling_restart.py
+    runs with PostgreSQL, Redis and `--workers 2`; here on SQLite, one process each."""
+    import asyncio
+
+    import httpx
+    import trustme
+
+    sys.path.insert(0, str(ROOT))
+    from scripts.rolling_restart import Instance, rolling_restart
+    from tests.fixtures.deploy import NGINX, running_site
+
+    if NGINX is None:
+        say("   nginx is not installed: no rolling restart (.ci/run installs it)")
+        return
+    where = run_dir / "rolling"
+    where.mkdir()
+    ports = [free_port(), free_port()]
+    instances = [
+        Instance(
+            [hangar, "serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)],
+            env,
+            run_dir,
+            where / f"serve-{port}.log",
+            port,
+        )
+        for port in ports
+    ]
+
+    async def roll() -> str:
+        try:
+            for instance in instances:
+                await instance.start()
+            async with running_site(where, trustme.CA(), ports) as site:
+                async with httpx.AsyncClient(base_url=site.base, verify=site.client_ssl) as c:
+                    signed_in = await c.post(
+                        "/api/session", json={"email": EMAIL, "password": PASSWORD}
+                    )
+                    signed_in.raise_for_status()
+                    csrf, cookies = signed_in.json()["csrf_token"], c.cookies
+                    planes = await c.get(
+                        "/api/v1/external/aircraft", headers={"Authorization": f"Bearer {made.key}"}
+                    )
+                    planes.raise_for_status()
+                    plane = planes.json()[0]["id"]
+                body = {"aircraft_id": plane, "description": "Oil leak", "severity": "minor"}
+
+                def client() -> httpx.AsyncClient:
+                    return httpx.AsyncClient(
+                        base_url=site.base,
+                        verify=site.client_ssl,
+                        timeout=30,
+                        cookies=cookies,
+                        headers={"X-CSRF-Token": csrf},
+                    )
+
+                async def read(c: httpx.AsyncClient) -> httpx.Response:
+                    return await c.get(f"/api/orgs/{made.org_id}/webhooks")
+
+                async def write(c: httpx.AsyncClient) -> httpx.Response:
+                    return await c.post(f"/api/orgs/{made.org_id}/squawks", json=body)
+
+                result = await rolling_restart(
+                    instances, client, [read, write, read], where / "access.log"
+                )
+        finally:
+            for instance in instances:
+                await instance.kill()
+        if result.failed or result.stalled:
+            lines = [str(c) for c in (*result.failed, *result.stalled)][:20]
+            raise SmokeFailed(f"rolling restart: {result.summary()}\n" + "\n".join(lines))
+        return result.summary()
+
+    say(f"   {asyncio.run(roll())}")
+
+
 # --- the whole run -------------------------------------------------------------------------
 
 
@@ -495,6 +593,11 @@ def main() -> int:
             finally:
                 log = run_dir / "server.log"
                 errors = [line for line in log.read_text().splitlines() if "Traceback" in line]
+        if not (browser.failed or errors):
+            with step("hangar backup while served, hangar restore into a new file, served"):
+                backup_and_restore(hangar, run_dir, env, made)
+            with step("two instances behind nginx, restarted one by one under load"):
+                rolling_restart_behind_nginx(hangar, run_dir, env, made)
         if browser.failed or errors:
             say("FAILED:")
             for line in browser.failed:

@@ -17,7 +17,6 @@ from hangar.app import create_app
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
 from hangar.foundation.config import Settings
-from hangar.foundation.crypto import derive_key
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from tests.fixtures.clients import role_client, signed_in_client
@@ -115,7 +114,6 @@ def services(
         clock=clock,
         limiter=limiter,
         redis=redis,
-        cursor_key=derive_key(SECRET, "cursor"),
         resolver=resolver,
     )
 

@@ -1,7 +1,8 @@
 """hangar: the integration surface of a flight-school operations product."""
 
 # The one version number: the package's (pyproject.toml reads it from here), `hangar
-# --version`, and the public API's `info.version`. service-spec.md fixed 1.1.0; 1.2.0 adds to
-# it (the feed's conditional requests, the delivery log's fields and Redeliver), and takes
-# nothing away. CHANGELOG.md's top entry names it too (tests/test_version.py).
-__version__ = "1.2.0"
+# --version`, and the public API's `info.version`. service-spec.md fixed 1.1.0; 1.2.0 added to
+# it (the feed's conditional requests, the delivery log's fields and Redeliver), and 1.3.0 to
+# the operator's side alone (backups, key rotation, logs): nothing is ever taken away.
+# CHANGELOG.md's top entry names it too (tests/test_version.py).
+__version__ = "1.3.0"

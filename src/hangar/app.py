@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
@@ -21,6 +22,7 @@ from hangar.http.client_address import ClientAddress
 from hangar.http.error_handlers import install_error_handlers
 from hangar.http.limits import BodyLimit
 from hangar.http.request_metrics import RequestMetrics
+from hangar.http.stopping import STATE_KEY, CutOff, Stopping
 from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.container import Services
 from hangar.kit.encoding import dumps
@@ -43,10 +45,11 @@ class _App(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
         # The request id outside everything, Starlette's handler of unexpected errors
         # included: its 500s are echoed the id too, and logged under it. Outside it, the
-        # client's address, settled once for every layer and the access log.
+        # client's address, settled once for every layer and the access log. Inside the
+        # request id, the answer to a request cut off by a stopping server (it gets the id).
         services: Services = self.state.services
         return ClientAddress(
-            RequestId(super().build_middleware_stack()), services.settings.trusted_proxies
+            RequestId(CutOff(super().build_middleware_stack())), services.settings.trusted_proxies
         )
 
 
@@ -63,7 +66,7 @@ def create_app(
     services = services or build_services(settings or load_settings())
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         worker = Worker(services, sender) if with_worker else None
         app.state.worker = worker
         if worker is not None:
@@ -76,7 +79,9 @@ def create_app(
         gc.collect()
         gc.freeze()
         try:
-            yield
+            # Shared with the server's protocol, which sets it when the server is stopping
+            # (hangar.http.stopping).
+            yield {STATE_KEY: app.state.stopping}
         finally:
             if worker is not None:
                 await worker.stop()
@@ -95,6 +100,7 @@ def create_app(
     app.add_middleware(RequestMetrics, skip=(metrics_endpoint.PATH,))
     app.state.services = services
     app.state.worker = None
+    app.state.stopping = Stopping()
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)
     app.include_router(health.router)

@@ -29,7 +29,7 @@ async def bare(services: Services) -> AsyncIterator[httpx.AsyncClient]:
         else PgDatabase(services.settings.database_url, size=2)
     )
     await db.open()
-    app = Baseline(db, RoomyLimiter(services.limiter), services.cursor_key)
+    app = Baseline(db, RoomyLimiter(services.limiter), services.cursor_keys)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="https://hangar.example") as c:

@@ -205,13 +205,13 @@ async def test_a_forged_cursor_is_refused(
     mine = await two_of_each(org, other)
     position = cursor.Position(start_time=mine[1]["start_time"], id=mine[1]["id"])
     for forged in (
-        cursor.encode(b"not the server key" * 2, org.id, "||||", position),
-        cursor.encode(services.cursor_key, other.id, "||||", position),
-        cursor.encode(services.cursor_key, org.id, "other-context", position),
+        cursor.encode(cursor.CursorKeys(b"not the server key" * 2), org.id, "||||", position),
+        cursor.encode(services.cursor_keys, other.id, "||||", position),
+        cursor.encode(services.cursor_keys, org.id, "other-context", position),
     ):
         assert_invalid(await client.get(URL, params={"after": forged}, headers=org.auth))
     # The same position, honestly signed, is accepted: the refusals above are the MAC's.
-    honest = cursor.encode(services.cursor_key, org.id, "||||", position)
+    honest = cursor.encode(services.cursor_keys, org.id, "||||", position)
     response = await client.get(URL, params={"after": honest}, headers=org.auth)
     assert response.status_code == 200
     assert [i["id"] for i in response.json()["items"]] == [str(mine[0]["id"])]

@@ -12,7 +12,7 @@ import ssl
 import time
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -22,13 +22,19 @@ import httpx
 import pytest
 import trustme
 from aiohttp import web
+from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
-from hangar.db.engine import make_engine
+from hangar.db.engine import (
+    PING_TIMEOUT_S,
+    READ_STATEMENT_TIMEOUT_S,
+    STATEMENT_GRACE_S,
+    make_engine,
+)
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import RedisRateLimiter
 from hangar.webhooks.dispatcher import Dispatcher
@@ -160,6 +166,81 @@ async def test_an_unreachable_database_is_503_on_every_operation(
         await dead.dispose()
 
 
+async def timed(request: Awaitable[httpx.Response]) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    response = await request
+    return response, time.monotonic() - started
+
+
+async def test_a_hung_database_gives_bounded_503s_and_health_answers_within_2_s(
+    services: Services, org: Org, pg_proxy: TcpProxy, proxied_engine: AsyncEngine
+) -> None:
+    # Before the deadlines (issue 26) a request waited 27 s and /api/health 4 s.
+    await aircraft(org)
+    token, _ = await session_for(services, org.admin_id)
+    cookie = {"Cookie": f"{COOKIE}={token}"}
+    managed = f"/api/orgs/{org.id}/webhooks"
+    read = f"{API}/aircraft"
+    async with client_for(replace(services, engine=proxied_engine)) as api:
+        # Every pool holds connections that worked: the hang meets them mid-life.
+        assert (await api.get("/api/health")).status_code == 200
+        assert (await api.get(read, headers=org.auth)).status_code == 200
+        assert (await api.get(managed, headers=cookie)).status_code == 200
+
+        pg_proxy.stall()
+        try:
+            (health, health_s), (reading, read_s), (managing, manage_s) = await asyncio.gather(
+                timed(api.get("/api/health")),
+                timed(api.get(read, headers=org.auth)),
+                timed(api.get(managed, headers=cookie)),
+            )
+        finally:
+            pg_proxy.resume()
+        print(f"\nhung: health {health_s:.2f} s, read {read_s:.2f} s, screen {manage_s:.2f} s")
+
+        assert_unavailable(health)
+        assert health_s < 2.5  # its 2 s, and the scheduling of a loaded machine
+        assert "no answer" in health.json()["detail"]
+        for answer, took, bound in (
+            (reading, read_s, READ_STATEMENT_TIMEOUT_S + STATEMENT_GRACE_S),
+            (managing, manage_s, PING_TIMEOUT_S),
+        ):
+            assert_service_unavailable(answer)
+            assert answer.headers["Retry-After"] == "5"
+            assert took < bound + 1.5, (answer.request.url, took)
+
+        # Once it answers again, so does every request.
+        assert (await api.get("/api/health")).status_code == 200
+        assert (await api.get(read, headers=org.auth)).status_code == 200
+        assert (await api.get(managed, headers=cookie)).status_code == 200
+
+
+async def test_a_restarted_database_costs_no_request(
+    services: Services, org: Org, pg_proxy: TcpProxy, proxied_engine: AsyncEngine
+) -> None:
+    await aircraft(org)
+    token, _ = await session_for(services, org.admin_id)
+    cookie = {"Cookie": f"{COOKIE}={token}"}
+    managed = f"/api/orgs/{org.id}/webhooks"
+    async with client_for(replace(services, engine=proxied_engine)) as api:
+
+        async def every_operation() -> list[tuple[str, int]]:
+            answers = await asyncio.gather(
+                api.get("/api/health"),
+                *(api.get(path, headers=org.auth) for path in OPERATIONS),
+                api.get(managed, headers=cookie),
+            )
+            return [(str(a.request.url.path), a.status_code) for a in answers]
+
+        assert {status for _, status in await every_operation()} == {200}
+        # A restart: the server closes every connection, and is back a moment later.
+        await pg_proxy.cut()
+        await asyncio.sleep(0.2)  # the closing reaches the clients before the restart ends
+        await pg_proxy.restore()
+        answers = await every_operation()
+    assert {status for _, status in answers} == {200}, answers
+
+
 # --- Redis goes away --------------------------------------------------------------------
 
 
@@ -171,7 +252,7 @@ async def redis_proxy() -> AsyncIterator[TcpProxy]:
         yield proxy
 
 
-async def test_redis_cut_falls_back_to_in_process_limits_and_health_reports_it(
+async def test_redis_cut_falls_back_to_in_process_limits_and_is_reported_not_unready(
     services: Services, org: Org, redis_proxy: TcpProxy, redis_prefix: str, clock: FakeClock
 ) -> None:
     assert REDIS_URL is not None
@@ -199,10 +280,16 @@ async def test_redis_cut_falls_back_to_in_process_limits_and_health_reports_it(
             health = await api.get("/api/health")
             assert_unavailable(health)
             assert "redis" in health.json()["detail"].lower()
+            # The instance still serves: ready (a load balancer keeps it), Redis reported.
+            ready = await api.get("/api/health/ready")
+            assert ready.status_code == 200
+            assert ready.json()["checks"]["redis"] in ("unreachable", "timed out")
+            assert REGISTRY.get_sample_value("hangar_redis_up") == 0
 
             await redis_proxy.restore()
             clock.advance(minutes=1)
             assert (await api.get("/api/health")).status_code == 200
+            assert REGISTRY.get_sample_value("hangar_redis_up") == 1
             # Back on Redis: the shared counter for the new minute is counting again.
             assert (await api.get(path, headers=org.auth)).status_code == 200
             keys = [k async for k in proxied.scan_iter(f"{prefix}:rl:*")]

@@ -1,10 +1,12 @@
-"""deploy/ as an operator installs it: the systemd units pass `systemd-analyze verify` and
-start commands hangar has, the nginx site passes `nginx -t`, and the EnvironmentFile example
-lists exactly hangar's settings, with a placeholder key hangar refuses. (The topology itself
-runs in test_scale_out.py.)"""
+"""deploy/ as an operator installs it: the systemd units pass `systemd-analyze verify`,
+score 4 or below (of 10) in `systemd-analyze security` and start commands hangar has, the
+nginx site passes `nginx -t`, and the EnvironmentFile example lists exactly hangar's
+settings, with a placeholder key hangar refuses. (The topology itself runs in
+test_scale_out.py, the nginx site's own answers in test_nginx_site.py.)"""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +31,7 @@ from tests.fixtures.environment import SECRET
 from tests.fixtures.subprocesses import free_port
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
+MOST_EXPOSED = 4.0  # systemd-analyze security's exposure level, out of 10
 INSTANCES = {
     "hangar-migrate.service": "hangar-migrate.service",
     "hangar-serve@.service": "hangar-serve@8001.service",
@@ -49,6 +52,24 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path: Path, repo_root: Path) 
     )
     # Warnings (an unknown key, a misspelt section) do not fail verify: no output at all.
     assert (checked.returncode, checked.stdout + checked.stderr) == (0, "")
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("unit", UNITS)
+def test_each_unit_scores_at_most_4_in_systemd_analyze_security(unit: str) -> None:
+    # The file as installed (no machine's systemd needed: --offline), scored out of 10
+    # (lower is safer; release 1.2.0's units scored 8.5 and 9.2).
+    scored = subprocess.run(  # noqa: S603
+        [SYSTEMD_ANALYZE or "", "security", "--offline=yes", "--no-pager", str(DEPLOY / unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", scored.stdout)
+    assert found, scored.stdout + scored.stderr
+    open_ = [line for line in scored.stdout.splitlines() if line.startswith("✗")]
+    assert float(found[1]) <= MOST_EXPOSED, "\n".join(open_)
 
 
 @pytest.mark.parametrize("unit", ["hangar-serve@.service", "hangar-worker@.service"])
@@ -79,6 +100,7 @@ def test_the_environment_file_lists_exactly_hangars_settings() -> None:
     every = Settings(
         database_url="postgresql://hangar@db/hangar",
         secret_key=SECRET,
+        previous_secret_keys=("p" * 32,),
         redis_url="redis://r",
         metrics_token="m" * 32,
         smtp_url="smtps://mail.example.org",

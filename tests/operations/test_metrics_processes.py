@@ -1,6 +1,6 @@
 """`hangar serve --workers 2` and its metrics: every process writes its own files in the
-one PROMETHEUS_MULTIPROC_DIR the supervisor prepared, and a scrape answered by either server
-process adds up all of them."""
+one PROMETHEUS_MULTIPROC_DIR the supervisor made for this instance, and a scrape answered by
+either server process adds up all of them."""
 
 from __future__ import annotations
 
@@ -45,15 +45,15 @@ def answered_by_pid(directory: Path) -> dict[str, float]:
 async def test_a_scrape_adds_up_the_requests_every_process_answered(
     database_url: str, ca: trustme.CA, tmp_path: Path, repo_root: Path, org: Org, other: Org
 ) -> None:
-    directory = tmp_path / "metrics"
-    directory.mkdir()
-    (directory / "counter_1.db").write_bytes(b"an earlier run's file")  # emptied at start
-    (directory / "notes.txt").write_text("not the library's: left alone")
-    env = {"HANGAR_METRICS_TOKEN": TOKEN, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {"HANGAR_METRICS_TOKEN": TOKEN, "TMPDIR": str(temporary)}
     async with (
         serve_process(database_url, 2, ca, tmp_path, repo_root, env) as served,
         httpx.AsyncClient(base_url=served.base, limits=NEW_CONNECTIONS) as client,
     ):
+        # The instance's own directory, named after its port, in its TMPDIR.
+        [directory] = temporary.glob(f"hangar-metrics-{served.port}-*")
         made = 0
         # Batches at once, each request on a connection of its own, until both server
         # processes have answered some (a fresh key per batch: 60 a minute each).
@@ -83,5 +83,8 @@ async def test_a_scrape_adds_up_the_requests_every_process_answered(
     )
     assert first[answered] == second[answered] == made
     assert sum(by_pid.values()) == made
-    assert "1" not in by_pid  # the earlier run's file was removed, the rest left alone
-    assert (directory / "notes.txt").exists()
+    assert not directory.exists()  # removed as the instance stopped
+    # One start line for the instance, not one per process.
+    [start] = [line for line in served.server.output().splitlines() if "starting:" in line]
+    assert "role=serve" in start
+    assert "processes=2 delivers_webhooks=yes metrics=on" in start

@@ -136,11 +136,13 @@ async def test_docs_cover_scopes_limits_and_every_event(client: httpx.AsyncClien
     assert "crypto.timingSafeEqual" in html
 
 
-async def test_the_changelog_page_shows_api_1_2_0(client: httpx.AsyncClient) -> None:
+async def test_the_changelog_page_shows_api_1_3_0(client: httpx.AsyncClient) -> None:
     html = (await client.get("/changelog")).text
+    assert 'id="v1.3.0"' in html
+    assert "API 1.3.0" in html
+    # The versions before it stay on the page.
     assert 'id="v1.2.0"' in html
-    assert "API 1.2.0" in html
-    assert 'id="v1.1.0"' in html  # the versions before it stay on the page
+    assert 'id="v1.1.0"' in html
     assert 'type="application/rss+xml"' in html
 
 
@@ -158,7 +160,7 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
     items = channel.findall("item")
     assert items
     first = items[0]
-    assert first.findtext("title") == "API 1.2.0"
+    assert first.findtext("title") == "API 1.3.0"
     newest = changelog.load().entries[0]
     assert first.findtext("link") == f"https://hangar.example/changelog#{newest.anchor}"
     assert first.find("guid") is not None

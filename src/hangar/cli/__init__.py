@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,15 +19,17 @@ import typer
 from typer._click import exceptions as click
 
 from hangar import __version__
-from hangar.cli import seed
+from hangar.cli import backup, seed
 from hangar.cli.common import fail
 from hangar.cli.db import db_app
 from hangar.cli.jobs import jobs_app
 from hangar.cli.keys import key_app
 from hangar.cli.orgs import member_app, org_app, user_app
+from hangar.cli.secrets import secrets_app
 from hangar.cli.serve import serve
 from hangar.cli.worker import worker
-from hangar.foundation.config import ConfigError, log_format
+from hangar.foundation.config import ConfigError, log_format, log_level
+from hangar.foundation.metrics import MULTIPROCESS_DIR
 from hangar.logs import formats
 
 # The order of registration is the order of `hangar --help`: commands, then groups.
@@ -50,24 +53,46 @@ def _options(
         ),
     ] = None,
 ) -> None:
-    # Every command logs in the one format (serve and worker configure theirs again).
+    # Every command logs in the one format, at the one level (serve and worker configure
+    # theirs again); a malformed level is refused in the format asked for.
     try:
         fmt = log_format(os.environ)
+        level = log_level(os.environ)
     except ConfigError as exc:
         fail(str(exc))
-    formats.configure(fmt, "command")
+    formats.configure(fmt, "command", level)
+    _refuse_a_shared_metrics_directory()
+
+
+def _refuse_a_shared_metrics_directory() -> None:
+    """hangar alone sets PROMETHEUS_MULTIPROC_DIR, for the processes of one `hangar serve
+    --workers N` (hangar.cli.processes); from the environment it would be shared."""
+    shared = os.environ.get(MULTIPROCESS_DIR)
+    if shared is None:
+        return
+    # prometheus-client, imported by now, has made this process's files there: taken back.
+    for own in Path(shared).glob(f"*_{os.getpid()}.db"):
+        own.unlink(missing_ok=True)
+    fail(
+        f"{MULTIPROCESS_DIR} is set: take it out of the environment (the env file); "
+        "hangar serve --workers N makes a private one for each instance, and one shared by "
+        "several mixes and deletes their metrics"
+    )
 
 
 app.command()(serve)
 app.command()(worker)
 app.command()(seed.seed)
 app.command()(seed.demo)
+app.command()(backup.backup)
+app.command()(backup.restore)
 app.add_typer(db_app, name="db")
 app.add_typer(org_app, name="org")
 app.add_typer(user_app, name="user")
 app.add_typer(member_app, name="member")
 app.add_typer(key_app, name="key")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(secrets_app, name="secrets")
 
 
 def usage_error(exc: click.UsageError) -> str:

@@ -1,9 +1,11 @@
 """What every command shares: settings from the environment, the migrated database, one
-transaction per command, JSON on stdout, and one-line failures on stderr."""
+transaction per command, JSON on stdout, and one-line failures on stderr (a JSON object when
+HANGAR_LOG_FORMAT is json, as every other line on stderr then is)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, NoReturn, TypeVar
@@ -14,8 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
-from hangar.foundation.config import ConfigError, Settings, load_settings
+from hangar.foundation.config import ConfigError, LogFormat, Settings, load_settings, log_format
+from hangar.http.access_log import redact
 from hangar.kit.errors import ApiError
+from hangar.logs.formats import failure
 from hangar.orgs.capabilities import ROLE_NAMES
 
 T = TypeVar("T")
@@ -35,8 +39,16 @@ PortOption = Annotated[int, typer.Option(metavar="PORT", help="Port to listen on
 
 
 def fail(reason: str) -> NoReturn:
-    typer.echo(f"hangar: {reason}", err=True)
+    typer.echo(failure(reason, _log_format()), err=True)
     raise typer.Exit(1)
+
+
+def _log_format() -> LogFormat:
+    # A malformed HANGAR_LOG_FORMAT is itself the failure to report: in text.
+    try:
+        return log_format(os.environ)
+    except ConfigError:
+        return "text"
 
 
 def emit(obj: Mapping[str, object]) -> None:
@@ -56,7 +68,12 @@ def migrated_settings() -> Settings:
     try:
         upgrade(current.database_url)
     except Exception as exc:
-        fail(f"cannot migrate the database: {exc.__class__.__name__}: {exc}".splitlines()[0])
+        # The driver's message may quote the URL, password and all.
+        error = f"{exc.__class__.__name__}: {redact(str(exc))}".splitlines()[0]
+        fail(
+            f"cannot migrate the database ({error}); check that it is up and reachable and that "
+            "HANGAR_DATABASE_URL names it"
+        )
     return current
 
 
@@ -64,7 +81,9 @@ def run_in_transaction(current: Settings, work: Callable[[AsyncConnection], Awai
     """Runs `work(conn)` in one transaction; an ApiError becomes a one-line failure."""
 
     async def main() -> T:
-        engine = make_engine(current.database_url, pool_size=1)
+        # No statement deadline: an operator's command (a bulk seed's COPY) may rightly run
+        # for minutes, and Ctrl+C stops it.
+        engine = make_engine(current.database_url, pool_size=1, statement_timeout_s=None)
         try:
             async with engine.begin() as conn:
                 return await work(conn)

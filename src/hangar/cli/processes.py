@@ -16,10 +16,12 @@ signals first when stopping. One per server process would only multiply the LIST
 connections and the claims; `hangar worker` on other machines scales the deliveries.
 
 The metrics (hangar.foundation.metrics) of all these processes are kept in one directory,
-PROMETHEUS_MULTIPROC_DIR: the operator's if set (emptied of an earlier run's files at
-start), else a temporary one removed at exit. The supervisor sets it before starting any
-process, so each inherits it and prometheus-client starts in its multiprocess mode there, and
-marks each process that dies or is replaced as dead (its live gauges leave the sum).
+PROMETHEUS_MULTIPROC_DIR, of this instance's own: made fresh at start (a new temporary
+directory, named after the port) and removed at exit, so that two instances on one machine
+never add up or delete each other's files (hangar refuses the variable from the environment).
+The supervisor sets it before starting any process, so each inherits it and prometheus-client
+starts in its multiprocess mode there, and marks each process that dies or is replaced as
+dead (its live gauges leave the sum).
 
 Each server process builds the app from the environment (`app_from_environment`, uvicorn's
 factory: an app cannot be handed to a spawned process), with hangar's protocol, limits and
@@ -35,11 +37,13 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
 from socket import socket
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import uvicorn
@@ -103,6 +107,7 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_SERVICE_DOMAIN": current.service_domain,
         "HANGAR_REDIS_PREFIX": current.redis_prefix,
         "HANGAR_LOG_FORMAT": current.log_format,
+        "HANGAR_LOG_LEVEL": current.log_level,
         "HANGAR_DELIVERY_RETENTION_DAYS": str(current.delivery_retention_days),
         "HANGAR_TRUSTED_PROXIES": ",".join(str(network) for network in current.trusted_proxies),
     }
@@ -113,6 +118,8 @@ def environment(current: Settings) -> dict[str, str]:
         env["HANGAR_REDIS_URL"] = current.redis_url
     if current.metrics_token:
         env["HANGAR_METRICS_TOKEN"] = current.metrics_token
+    if current.previous_secret_keys:
+        env["HANGAR_SECRET_KEY_PREVIOUS"] = ",".join(current.previous_secret_keys)
     return env
 
 
@@ -148,6 +155,20 @@ class ServersAndWorker(Multiprocess):
         self._start_worker = start_worker
         self.worker: SpawnProcess | None = None
         self._alive: set[int] = set()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._stop_at_once)
+
+    def _stop_at_once(self, sig: int, frame: FrameType | None) -> None:
+        # uvicorn's supervisor queues the signal for its loop, which looks every 0.5 s, and
+        # keeps its copy of the listening socket until every process has exited: the kernel
+        # went on completing connections that no process would accept, and a proxy's
+        # requests on them stalled until the end. Here the copy is closed and the loop woken
+        # at once; each server process closes its own at its next tick (0.1 s), serving
+        # what it accepted meanwhile, and nothing listens any more.
+        self.signal_queue.append(sig)
+        for sock in self.sockets:
+            sock.close()
+        self.should_exit.set()
 
     def init_processes(self) -> None:
         if self._start_worker is not None:
@@ -178,6 +199,7 @@ class ServersAndWorker(Multiprocess):
         self._alive = pids
 
     def terminate_all(self) -> None:
+        self.handle_signals()  # uvicorn's log line for the signal that stopped the loop
         # The worker first: from its SIGTERM it claims nothing more, and its attempts under
         # way (10 s at most each) finish while the servers finish their requests.
         if self.worker is not None and self.worker.exitcode is None:
@@ -204,6 +226,7 @@ def serve_processes(
     them if `with_worker`. `sender`: for tests (hangar.cli.worker.SenderFactory)."""
     from hangar.http.server import uvicorn_options, warn_if_exposed
     from hangar.logs import formats
+    from hangar.logs.start_line import log_start
 
     os.environ.update(environment(current))
     config = uvicorn.Config(
@@ -212,20 +235,28 @@ def serve_processes(
         host=host,
         port=port,
         workers=workers,
-        log_level="info",
-        log_config=formats.config(current.log_format, "serve"),
+        log_level=current.log_level,
+        log_config=formats.config(current.log_format, "serve", current.log_level),
         # A process just spawned answers the supervisor's health pings only once its
         # interpreter has started and imported uvicorn: on a loaded 2-core machine that took
         # longer than uvicorn's 5 s, and healthy processes were killed as hung at startup.
         timeout_worker_healthcheck=20,
         **uvicorn_options(),
     )
+    # Once for the instance, not in each process it starts (hangar.logs.start_line).
+    log_start(
+        current,
+        "serve",
+        processes=workers,
+        delivers_webhooks=with_worker,
+        metrics="on" if current.metrics_token else "off",
+    )
     warn_if_exposed(host, current.trusted_proxies)
     start_worker = functools.partial(_start_worker, current, sender) if with_worker else None
     sock = config.bind_socket()
     supervisor = ServersAndWorker(config, [sock], start_worker)
     try:
-        with metrics_directory():  # set before any process starts: each inherits it
+        with metrics_directory(port):  # set before any process starts: each inherits it
             supervisor.run()
     finally:
         sock.close()
@@ -236,20 +267,18 @@ def serve_processes(
 
 
 @contextlib.contextmanager
-def metrics_directory() -> Iterator[Path]:
-    """PROMETHEUS_MULTIPROC_DIR for the processes about to start (module docstring)."""
-    given = os.environ.get(MULTIPROCESS_DIR)
-    if given:
-        path = Path(given)
-        path.mkdir(parents=True, exist_ok=True)
-        for stale in path.glob("*.db"):  # only the library's files, nothing else there
-            stale.unlink()
-        yield path
-        return
-    path = Path(tempfile.mkdtemp(prefix="hangar-metrics-"))
+def metrics_directory(port: int) -> Iterator[Path]:
+    """PROMETHEUS_MULTIPROC_DIR for the processes about to start: a directory of this
+    instance's alone (module docstring), readable by this user only (mkdtemp's 0700), in
+    TMPDIR; removed, and the variable put back as it was, at exit."""
+    before = os.environ.get(MULTIPROCESS_DIR)
+    path = Path(tempfile.mkdtemp(prefix=f"hangar-metrics-{port}-"))
     os.environ[MULTIPROCESS_DIR] = str(path)
     try:
         yield path
     finally:
-        del os.environ[MULTIPROCESS_DIR]
+        if before is None:
+            del os.environ[MULTIPROCESS_DIR]
+        else:
+            os.environ[MULTIPROCESS_DIR] = before
         shutil.rmtree(path, ignore_errors=True)

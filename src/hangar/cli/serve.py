@@ -30,7 +30,12 @@ def serve(
         bool, typer.Option("--no-worker", help="Serve only; run no webhook dispatcher here")
     ] = False,
 ) -> None:
-    """Migrate the database to head, then serve the API."""
+    """Migrate the database to head, then serve the API.
+
+    SIGTERM (or SIGINT) stops it gracefully: every process stops accepting connections at
+    once and /api/health/ready answers 503; requests in flight get up to 10 s to finish, and
+    any still running then is answered 503 SERVICE_UNAVAILABLE with Retry-After (README,
+    "Restarts and outages")."""
     from hangar.cli.processes import process_count, refusal
 
     count = process_count(workers)
@@ -70,6 +75,7 @@ def run_server(
     from hangar.app import create_app
     from hangar.http.server import Server, uvicorn_options, warn_if_exposed
     from hangar.logs import formats
+    from hangar.logs.start_line import log_start
 
     app = create_app(settings=current, with_worker=with_worker, sender=sender() if sender else None)
 
@@ -84,9 +90,17 @@ def run_server(
         app,
         host=host,
         port=port,
-        log_level="info",
-        log_config=formats.config(current.log_format, "serve"),
+        log_level=current.log_level,
+        log_config=formats.config(current.log_format, "serve", current.log_level),
         **uvicorn_options(limits),
+    )
+    # Logged once the Config has configured logging.
+    log_start(
+        current,
+        "serve",
+        processes=1,
+        delivers_webhooks=with_worker,
+        metrics="on" if current.metrics_token else "off",
     )
     warn_if_exposed(host, current.trusted_proxies)
     server = Server(config, on_exit=stop_worker)

@@ -1,11 +1,43 @@
-"""Async engines for both databases, from the plain URLs users write."""
+"""Async engines for both databases, from the plain URLs users write, and the deadlines of
+every call to PostgreSQL.
+
+A database that hangs (stopped, not gone: it accepts connections and never answers) must
+cost a request a bounded wait and a JSON 503, not a hang, and one that restarted must cost
+no request at all:
+
+- connecting: CONNECT_TIMEOUT_S;
+- waiting for a pooled connection when all are in use: POOL_TIMEOUT_S;
+- each statement: STATEMENT_TIMEOUT_S (the public API's reads, on a pool of their own in
+  hangar.db.reads: READ_STATEMENT_TIMEOUT_S), enforced by the server (statement_timeout),
+  and by the client STATEMENT_GRACE_S later in case the server cannot even say so;
+- each connection taken from SQLAlchemy's pool is checked first: one the server closed (a
+  restart) or that fails the check is replaced without a word; one that gives no answer
+  within PING_TIMEOUT_S fails the request at once (a new connection would wait too).
+
+SQLite waits up to 10 s for the writer (busy_timeout). `hangar db upgrade` runs on an engine
+of its own (hangar.db.migrations.env), and the operator's commands ask for no statement
+deadline (`statement_timeout_s=None`, hangar.cli.common.run_in_transaction): a migration's
+index or a bulk seed's COPY may rightly take minutes.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.util.concurrency import await_
+
+CONNECT_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 5.0
+STATEMENT_TIMEOUT_S = 15.0
+# The public API's reads are single indexed statements of milliseconds (a calendar feed of
+# a busy organization, tens): a statement still running after 5 s is a database in trouble.
+READ_STATEMENT_TIMEOUT_S = 5.0
+STATEMENT_GRACE_S = 1.0
+PING_TIMEOUT_S = 2.0
 
 
 def async_url(database_url: str) -> str:
@@ -29,7 +61,50 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
+def pg_connect_args(statement_timeout_s: float | None = STATEMENT_TIMEOUT_S) -> dict[str, Any]:
+    """asyncpg's connect arguments for the deadlines above (module docstring): SQLAlchemy's
+    pool and asyncpg's own pool of the read path (hangar.db.reads) take the same."""
+    args: dict[str, Any] = {"timeout": CONNECT_TIMEOUT_S}
+    if statement_timeout_s is not None:
+        args["command_timeout"] = statement_timeout_s + STATEMENT_GRACE_S
+        args["server_settings"] = {"statement_timeout": str(int(statement_timeout_s * 1000))}
+    return args
+
+
+def _checked_out(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    # SQLAlchemy's own pool_pre_ping would send BEGIN, a ping and ROLLBACK, each waiting as
+    # long as any statement: one round trip with its own short deadline does (about 55 us
+    # a checkout on loopback).
+    # A DisconnectionError makes the pool replace the connection and go on; a TimeoutError
+    # (hangar.kit.errors: a 503) ends the request, and the pool drops the connection.
+    driver: asyncpg.Connection = dbapi_connection.driver_connection
+    if driver.is_closed():
+        raise DisconnectionError("the server closed the connection")
+    try:
+        await_(_ping(driver))
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        if isinstance(exc, TimeoutError):
+            raise
+        raise DisconnectionError(f"the connection failed its check: {exc!r}") from exc
+
+
+async def _ping(driver: asyncpg.Connection) -> None:
+    try:
+        await driver.execute("SELECT 1", timeout=PING_TIMEOUT_S)
+    except TimeoutError:
+        # Closed at once, not left to wait for the server to confirm the cancelled ping
+        # (the pool drops it either way).
+        driver.terminate()
+        raise TimeoutError(f"the database gave no answer within {PING_TIMEOUT_S:g} s") from None
+
+
+def make_engine(
+    database_url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
+) -> AsyncEngine:
+    """`statement_timeout_s`: PostgreSQL's deadline for each statement; None for none."""
     url = async_url(database_url)
     # A database error's message leaves out the statement's parameters: they may be
     # credentials (a session's CSRF token, a key's hash) and the message may reach a log.
@@ -37,10 +112,13 @@ def make_engine(database_url: str, *, pool_size: int = 10) -> AsyncEngine:
         engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=False,
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args=pg_connect_args(statement_timeout_s),
         hide_parameters=True,
     )
+    event.listen(engine.sync_engine, "checkout", _checked_out)
+    return engine

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 
@@ -52,6 +54,25 @@ def code_revisions() -> Revisions:
     )
 
 
+# Alembic's MigrationContext logs two lines at info each time it is made ("Context impl ...",
+# "Will assume ..."): right while migrating, noise on every readiness probe, which makes one.
+_reading_revisions: ContextVar[bool] = ContextVar("hangar_reading_revisions", default=False)
+
+
+class _QuietWhileReading(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _reading_revisions.get()
+
+
+# A filter (not a level) on Alembic's logger: it holds for this call's context only, so a
+# migration running meanwhile in another thread or task still logs.
+logging.getLogger("alembic.runtime.migration").addFilter(_QuietWhileReading())
+
+
 def database_revisions(connection: Connection) -> frozenset[str]:
-    """The revisions the database is at (none when it was never migrated)."""
-    return frozenset(MigrationContext.configure(connection).get_current_heads())
+    """The revisions the database is at (none when it was never migrated); logs nothing."""
+    reading = _reading_revisions.set(True)
+    try:
+        return frozenset(MigrationContext.configure(connection).get_current_heads())
+    finally:
+        _reading_revisions.reset(reading)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import sqltypes
 
 from hangar.db.base import UTCDateTime
-from hangar.db.engine import make_engine
+from hangar.db.engine import READ_STATEMENT_TIMEOUT_S, make_engine, pg_connect_args
 
 _T = TypeVar("_T")
 
@@ -94,12 +94,17 @@ class _PgReads:
         if self._pool is None:
             async with self._opening:
                 if self._pool is None:
+                    # The engine's deadlines (hangar.db.engine). A connection the server
+                    # closed (a restart) asyncpg's pool replaces itself when handing it out.
+                    args = pg_connect_args(READ_STATEMENT_TIMEOUT_S)
+                    settings = args.pop("server_settings", {})
                     self._pool = await asyncpg.create_pool(
                         self._url,
                         min_size=1,
                         max_size=self._size,
                         # Named, so an operator can tell these apart in pg_stat_activity.
-                        server_settings={"application_name": READ_POOL_NAME},
+                        server_settings=settings | {"application_name": READ_POOL_NAME},
+                        **args,
                     )
         return self._pool
 
@@ -117,20 +122,27 @@ class _PgReads:
 class _PgReadConnection:
     """`async with`: a connection of the read pool, returned to it on exit."""
 
-    __slots__ = ("_held", "_reads")
+    __slots__ = ("_connection", "_held", "_reads")
 
     def __init__(self, reads: _PgReads) -> None:
         self._reads = reads
         self._held: Any = None
+        self._connection: asyncpg.Connection | None = None
 
     async def __aenter__(self) -> asyncpg.Connection:
         self._held = (await self._reads.pool()).acquire()
         connection: asyncpg.Connection = await self._held.__aenter__()
+        self._connection = connection
         return connection
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._connection is not None and isinstance(exc, TimeoutError):
+            # A statement past its deadline: giving the connection back would reset it,
+            # waiting as long again on a database that does not answer. The pool opens
+            # another when one is needed.
+            self._connection.terminate()
         await self._held.__aexit__(kind, exc, tb)
 
 

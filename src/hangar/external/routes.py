@@ -78,7 +78,7 @@ async def list_reservations(
             _canonical(start_before),
         )
     )
-    position = cursor.decode(services.cursor_key, key.org_id, context, after) if after else None
+    position = cursor.decode(services.cursor_keys, key.org_id, context, after) if after else None
     filters = reservation_queries.Filters(
         aircraft_id=parse_id(aircraft_id) if aircraft_id is not None else None,
         pilot_id=parse_id(pilot_id) if pilot_id is not None else None,
@@ -95,7 +95,7 @@ async def list_reservations(
     if len(items) == limit:
         last = items[-1]
         next_cursor = cursor.encode(
-            services.cursor_key,
+            services.cursor_keys,
             key.org_id,
             context,
             cursor.Position(start_time=last["start_time"], id=last["id"]),

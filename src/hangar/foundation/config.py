@@ -6,7 +6,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -16,6 +16,11 @@ DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warning", "error")
+# As long as HANGAR_SECRET_KEY's minimum: a bearer token anyone can read metrics with must be
+# as unguessable as a key (`secrets.token_urlsafe(32)` gives 43 characters).
+MIN_METRICS_TOKEN_LENGTH = 32
 # Finished deliveries (with their attempts and redeliveries) and the events no delivery refers
 # to are kept this many days, then pruned: the window Stripe and GitHub keep webhook logs for.
 DEFAULT_DELIVERY_RETENTION_DAYS = 30
@@ -32,23 +37,30 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str
-    secret_key: str
+    # Secrets, and URLs that may hold a password, stay out of repr: a Settings printed in a
+    # traceback or a test's failure must not show them.
+    database_url: str = field(repr=False)
+    secret_key: str = field(repr=False)
     public_url: str = DEFAULT_PUBLIC_URL
     service_domain: str = "127.0.0.1"
-    redis_url: str | None = None
+    redis_url: str | None = field(default=None, repr=False)
     # Namespaces Redis keys so test runs (or two deployments on one Redis) never meet.
     redis_prefix: str = "hangar"
     # GET /metrics answers only a bearer of this token; unset, it is not served at all.
-    metrics_token: str | None = None
+    metrics_token: str | None = field(default=None, repr=False)
     log_format: LogFormat = "text"
+    log_level: LogLevel = "info"
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
     # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.http.client_address).
     trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
     # Both or neither (mail_settings): set, invitation and password-reset links are mailed to
     # their person instead of being shown to whoever asked for them (hangar.foundation.mail).
-    smtp_url: str | None = None
+    smtp_url: str | None = field(default=None, repr=False)
     mail_from: str | None = None
+    # Keys accepted besides the current one during a rotation (HANGAR_SECRET_KEY_PREVIOUS):
+    # what they signed still verifies and what they sealed still opens; nothing new is signed
+    # or sealed with them.
+    previous_secret_keys: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def is_sqlite(self) -> bool:
@@ -61,6 +73,32 @@ def log_format(env: Mapping[str, str]) -> LogFormat:
     if value not in LOG_FORMATS:
         raise ConfigError(f"HANGAR_LOG_FORMAT must be text or json, not {value!r}")
     return value
+
+
+def log_level(env: Mapping[str, str]) -> LogLevel:
+    """HANGAR_LOG_LEVEL: debug, info (the default), warning or error, in any case
+    (hangar.logs.formats says what each shows)."""
+    value = (env.get("HANGAR_LOG_LEVEL") or "info").strip().lower()
+    for level in LOG_LEVELS:
+        if value == level:
+            return level
+    raise ConfigError(
+        f"HANGAR_LOG_LEVEL must be debug, info, warning or error, not {env['HANGAR_LOG_LEVEL']!r}"
+    )
+
+
+def metrics_token(env: Mapping[str, str]) -> str | None:
+    """HANGAR_METRICS_TOKEN: unset (no /metrics), or a secret of 32 characters or more. The
+    message never quotes the token."""
+    token = env.get("HANGAR_METRICS_TOKEN") or None
+    if token is not None and len(token) < MIN_METRICS_TOKEN_LENGTH:
+        raise ConfigError(
+            f"HANGAR_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN_LENGTH} characters, as "
+            "unguessable as a key: it alone keeps the metrics from anyone who reaches the "
+            "port; make one with "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return token
 
 
 def delivery_retention_days(env: Mapping[str, str]) -> int:
@@ -97,6 +135,33 @@ def trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
                 f"zero), comma-separated, such as 127.0.0.1,10.0.0.0/8; not {part!r}"
             ) from None
     return tuple(networks)
+
+
+MIN_SECRET_KEY_LENGTH = 32
+
+
+def previous_secret_keys(env: Mapping[str, str], current: str) -> tuple[str, ...]:
+    """HANGAR_SECRET_KEY_PREVIOUS: keys accepted besides HANGAR_SECRET_KEY during a rotation
+    (the ones it replaced, or the next one rolled in before it is used), comma-separated, each
+    as long as a key must be. The messages name a key by its place, never by its value."""
+    parts = [part.strip() for part in (env.get("HANGAR_SECRET_KEY_PREVIOUS") or "").split(",")]
+    keys = [part for part in parts if part]
+    for number, key in enumerate(keys, start=1):
+        if len(key) < MIN_SECRET_KEY_LENGTH:
+            raise ConfigError(
+                f"HANGAR_SECRET_KEY_PREVIOUS: key {number} of {len(keys)} is shorter than "
+                f"{MIN_SECRET_KEY_LENGTH} characters; list whole keys, as HANGAR_SECRET_KEY "
+                "takes them, comma-separated"
+            )
+        # Most likely a rotation half done (the old key listed, the new one never set): refused,
+        # or the operator would believe the key rotated while it did not.
+        if key == current:
+            raise ConfigError(
+                f"HANGAR_SECRET_KEY_PREVIOUS: key {number} of {len(keys)} is the current key; "
+                "set HANGAR_SECRET_KEY to the new key, or take this one out of "
+                "HANGAR_SECRET_KEY_PREVIOUS"
+            )
+    return tuple(dict.fromkeys(keys))  # a key listed twice is tried once
 
 
 SMTP_SCHEMES = ("smtp", "smtps")
@@ -170,8 +235,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                 "HANGAR_SECRET_KEY is required when the database is not a SQLite file"
             )
         secret_key = secret_beside(db_file)
-    if len(secret_key) < 32:
-        raise ConfigError("HANGAR_SECRET_KEY must be at least 32 characters")
+    if len(secret_key) < MIN_SECRET_KEY_LENGTH:
+        raise ConfigError(f"HANGAR_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
+    previous = previous_secret_keys(env, secret_key)
     smtp_url, mail_from = mail_settings(env)
     return Settings(
         database_url=database_url,
@@ -180,10 +246,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         service_domain=env.get("HANGAR_SERVICE_DOMAIN") or host,
         redis_url=env.get("HANGAR_REDIS_URL") or None,
         redis_prefix=env.get("HANGAR_REDIS_PREFIX") or "hangar",
-        metrics_token=env.get("HANGAR_METRICS_TOKEN") or None,
+        metrics_token=metrics_token(env),
         log_format=log_format(env),
+        log_level=log_level(env),
         delivery_retention_days=delivery_retention_days(env),
         trusted_proxies=trusted_proxies(env),
         smtp_url=smtp_url,
         mail_from=mail_from,
+        previous_secret_keys=previous,
     )

@@ -1,13 +1,17 @@
 """Keys derived from HANGAR_SECRET_KEY, one per purpose, so no two uses share a key, and the box
-that seals secrets at rest under one of them (a database dump alone opens nothing)."""
+that seals secrets at rest under one of them (a database dump alone opens nothing).
+
+After a rotation the keys HANGAR_SECRET_KEY replaced (HANGAR_SECRET_KEY_PREVIOUS) still open
+what they sealed; only the current key seals (cryptography's MultiFernet)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
+from collections.abc import Sequence
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 
 def derive_key(secret_key: str, purpose: str) -> bytes:
@@ -15,19 +19,39 @@ def derive_key(secret_key: str, purpose: str) -> bytes:
 
 
 class SecretUnreadable(Exception):
-    """Sealed under another HANGAR_SECRET_KEY (or damaged): no retry will ever open it."""
+    """Sealed under a key that is neither HANGAR_SECRET_KEY nor one of
+    HANGAR_SECRET_KEY_PREVIOUS (or damaged): no retry will ever open it."""
 
 
 class SecretBox:
-    def __init__(self, secret_key: str, purpose: str) -> None:
-        key = base64.urlsafe_b64encode(derive_key(secret_key, purpose))
-        self._fernet = Fernet(key)
+    """Seals with the current key; opens what the current or any previous key sealed."""
+
+    def __init__(self, secret_key: str, purpose: str, previous: Sequence[str] = ()) -> None:
+        self._current = _fernet(secret_key, purpose)
+        self._any = MultiFernet([self._current, *(_fernet(key, purpose) for key in previous)])
 
     def seal(self, secret: str) -> str:
-        return self._fernet.encrypt(secret.encode()).decode()
+        return self._current.encrypt(secret.encode()).decode()
 
     def open(self, sealed: str) -> str:
         try:
-            return self._fernet.decrypt(sealed.encode()).decode()
+            return self._any.decrypt(sealed.encode()).decode()
         except InvalidToken:
             raise SecretUnreadable from None
+
+    def resealed(self, sealed: str) -> str | None:
+        """`sealed` sealed again under the current key, or None when it already is."""
+        try:
+            self._current.decrypt(sealed.encode())
+        except InvalidToken:
+            pass
+        else:
+            return None
+        try:
+            return self._any.rotate(sealed.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable from None
+
+
+def _fernet(secret_key: str, purpose: str) -> Fernet:
+    return Fernet(base64.urlsafe_b64encode(derive_key(secret_key, purpose)))

@@ -115,3 +115,12 @@ REDIS_ERRORS = Counter(
     "hangar_redis_errors",
     "Redis calls of the rate limiter that failed or timed out (the limits then count in-process)",
 )
+# livemin: 0 as soon as one live process saw Redis fail; a process without HANGAR_REDIS_URL
+# never sets it (0 there too: nothing to reach). Set by the rate limiter at each outcome that
+# changes it and by the health probes (hangar.http.health).
+REDIS_UP = Gauge(
+    "hangar_redis_up",
+    "1 while Redis answers this process, 0 once a call to it failed or timed out (the rate "
+    "limits then count in-process) until one answers again",
+    multiprocess_mode="livemin",
+)

@@ -243,6 +243,31 @@ class RedactCredentials(logging.Filter):
         return True
 
 
+# Asked every few seconds (a load balancer's probes) or every 15 s (Prometheus's scrape) and
+# answered the same while all is well: logged only when the answer is 400 or more, so that a
+# quiet service's log is not made of them. The paths of hangar.http.health and
+# hangar.http.metrics_endpoint, spelled here so that every command's logging imports no web
+# framework.
+QUIET_PATHS = frozenset({"/api/health", "/api/health/ready", "/metrics"})
+
+
+class QuietProbes(logging.Filter):
+    """On every handler: drops uvicorn's access line of a probe or scrape that succeeded."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
+            path, status = args[2], args[4]
+            if (
+                isinstance(path, str)
+                and isinstance(status, int)
+                and status < 400
+                and path.partition("?")[0] in QUIET_PATHS
+            ):
+                return False
+        return True
+
+
 def log_config() -> dict[str, Any]:
     """uvicorn's default logging config with the redacting filter on every handler.
 

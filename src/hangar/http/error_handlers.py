@@ -19,6 +19,10 @@ from hangar.kit.errors import UNAVAILABLE, ApiError, is_unavailable
 
 log = logging.getLogger("hangar")
 
+# A database that does not answer: about the time it takes to tell (hangar.db.engine's
+# connect timeout), and a restarted one is back by then.
+UNAVAILABLE_RETRY_AFTER_S = 5
+
 _HTTP_CODES = {
     400: "BAD_REQUEST",
     401: "UNAUTHORIZED",
@@ -105,7 +109,10 @@ def install_error_handlers(app: FastAPI) -> None:
             "database unavailable on %s %s: %s", request.method, request.url.path, exc.__class__
         )
         return error_response(
-            503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly"
+            503,
+            "SERVICE_UNAVAILABLE",
+            "The service is temporarily unavailable; try again shortly",
+            headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)},
         )
 
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -1,9 +1,17 @@
-"""GET /api/health: ok only when the database (and Redis, when configured) answer.
+"""GET /api/health (the spec's): ok only when the datastores answer, the database and Redis
+(when configured).
 
-GET /api/health/ready, for load balancers: ready only when the database answers, Redis
-answers (when configured) and the database's migrations are this code's head. A process
-whose database is behind, or was migrated by a newer release, is up but should get no
-traffic: /api/health (the spec's) says the former, /api/health/ready the latter.
+GET /api/health/ready, for load balancers: whether *this* instance can serve: its database
+answers and its migrations are this code's head, and its server is not stopping. Redis is
+reported in its checks but does not make it unready: while Redis is down every instance
+still serves (the rate limits count in-process, hangar.kit.ratelimit), and failing them all
+at once would pull the whole service. A process whose database is behind, or was migrated
+by a newer release, is up but should get no traffic: /api/health says the former,
+/api/health/ready the latter.
+
+Both run their checks side by side and answer within `_TIMEOUT` whatever the stores do: a
+check still running then is cancelled and left to finish on its own (giving up a connection
+to a hung database may take longer than the probe may wait).
 """
 
 from __future__ import annotations
@@ -12,13 +20,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from sqlalchemy import text
 from starlette.responses import Response
 
 from hangar.db.migrate import code_revisions, database_revisions
+from hangar.foundation.metrics import REDIS_UP
 from hangar.http.error_handlers import error_response
 from hangar.http.responses import json_response
 from hangar.http.routing import ServicesDep
@@ -38,35 +47,47 @@ NOT_CHECKED = "not checked"  # the migrations, when the database did not answer
 BEHIND = "behind"
 UNKNOWN_REVISION = "unknown revision"
 
+# Checks given up on, kept until they end (the loop holds tasks only weakly).
+_ABANDONED: set[asyncio.Future[Any]] = set()
+
 
 async def _database(services: Services) -> None:
     async with services.engine.connect() as conn:
         await conn.execute(text("SELECT 1"))
 
 
-async def _redis(services: Services) -> None:
-    if services.redis is not None:
-        await services.redis.ping()
-
-
 @router.get("/api/health", include_in_schema=False)
 async def health(services: ServicesDep) -> Response:
-    for name, check in (("database", _database), ("redis", _redis)):
-        try:
-            await asyncio.wait_for(check(services), _TIMEOUT)
-        except Exception:
-            log.warning("health check: %s unreachable", name, exc_info=True)
-            return error_response(
-                503,
-                "SERVICE_UNAVAILABLE",
-                f"The {name} cannot be reached",
-                extra={"status": "unavailable"},
-            )
-    return json_response({"status": "ok"})
+    return await liveness(services)
+
+
+async def liveness(services: Services, seconds: float = _TIMEOUT) -> Response:
+    """The spec's health: both stores, side by side, each given `seconds` at the same time."""
+    (database, _), redis = await asyncio.gather(
+        _bounded("database", _database(services), seconds), _redis_state(services, seconds)
+    )
+    failed = [check.why for check in (database, redis) if check.why]
+    if not failed:
+        return json_response({"status": "ok"})
+    detail = "; ".join(failed)
+    return error_response(
+        503,
+        "SERVICE_UNAVAILABLE",
+        detail[0].upper() + detail[1:],
+        extra={"status": "unavailable"},
+    )
 
 
 @router.get("/api/health/ready", include_in_schema=False)
-async def ready(services: ServicesDep) -> Response:
+async def ready(request: Request, services: ServicesDep) -> Response:
+    if request.app.state.stopping.is_set:
+        return error_response(
+            503,
+            "SERVICE_UNAVAILABLE",
+            "Not ready: this instance is shutting down; it finishes the requests it holds "
+            "and takes no new connection",
+            extra={"status": "shutting down"},
+        )
     return await readiness(services)
 
 
@@ -83,7 +104,9 @@ async def readiness(services: Services, seconds: float = _TIMEOUT) -> Response:
     )
     checks = {"database": database, "migrations": migrations, "redis": redis}
     states = {name: check.state for name, check in checks.items()}
-    failed = [check.why for check in checks.values() if check.why]
+    # Redis down is reported (states, the hangar_redis_up gauge), not a reason to pull this
+    # instance: the others have lost it too, and each still serves (module docstring).
+    failed = [check.why for check in (database, migrations) if check.why]
     if not failed:
         return json_response({"status": "ready", "checks": states})
     return error_response(
@@ -121,15 +144,30 @@ async def _redis_state(services: Services, seconds: float) -> Check:
     if services.redis is None:
         return Check(NOT_CONFIGURED)
     state, _ = await _bounded("redis", services.redis.ping(), seconds)
+    REDIS_UP.set(1 if state.state == OK else 0)
     return state
 
 
 async def _bounded(name: str, work: Awaitable[T], seconds: float) -> tuple[Check, T | None]:
-    try:
-        return Check(OK), await asyncio.wait_for(work, seconds)
-    except TimeoutError:
-        log.warning("readiness: %s gave no answer within %s s", name, seconds)
+    """`work`'s result within `seconds`, or why not. Not `asyncio.wait_for`: that also
+    waits for the cancelled work to end, which a connection to a hung server need not do
+    promptly."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        _ABANDONED.add(task)
+        task.add_done_callback(_forget)
+        log.warning("health check: the %s gave no answer within %g s", name, seconds)
         return Check(TIMED_OUT, f"the {name} gave no answer within {seconds:g} s"), None
+    try:
+        return Check(OK), task.result()
     except Exception:
-        log.warning("readiness: %s unreachable", name, exc_info=True)
+        log.warning("health check: the %s cannot be reached", name, exc_info=True)
         return Check(UNREACHABLE, f"the {name} cannot be reached"), None
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: its failure was reported as the timeout already

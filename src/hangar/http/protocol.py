@@ -46,6 +46,7 @@ from hangar.http.limits import (
     error_bytes,
     send_json,
 )
+from hangar.http.stopping import stopping_in
 
 log = logging.getLogger("uvicorn.error")
 
@@ -98,6 +99,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         self._message_ended = False  # a request ended within the read being parsed
         self._refused = False
+        self._draining = False  # the server is stopping: each answer closes the connection
 
     @classmethod
     def with_limits(cls, limits: ServerLimits) -> type[BoundedHttpToolsProtocol]:
@@ -182,6 +184,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(*_HEAD_TOO_LARGE, current=False)
             raise _Refused
         super().on_headers_complete()
+        if self._draining:
+            self.cycle.keep_alive = False  # its task is scheduled, not started: in time
 
     def _head_size(self) -> int:
         return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
@@ -210,6 +214,26 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         # uvicorn picks its plain-text 503 app past limit_concurrency; answer in JSON.
         super()._start_asgi_task(cycle, _busy if app is service_unavailable else app)
+
+    def shutdown(self) -> None:
+        # uvicorn closes an idle keep-alive connection here, at once. A proxy may be writing
+        # a request on it at that very moment: a GET it sends again elsewhere, but a POST it
+        # has sent it answers 502 (it may have been carried out). Instead the connection
+        # stays open and its next answer says `Connection: close`, or the keep-alive timeout
+        # closes it if no request comes: a proxy whose own idle timeout is shorter (deploy/'s
+        # nginx) closes it first, so no request is ever written to a closing connection.
+        if self._draining:
+            return  # told twice: hangar's server at the signal, then uvicorn's shutdown
+        stopping = stopping_in(self.app_state)
+        if stopping is not None:
+            stopping.begin()
+        self._draining = True
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+        elif self.cycle is None and not self._in_head:
+            # Accepted, nothing sent yet: the keep-alive timeout, not the head's 10 s.
+            self._disarm()
+            self._arm(self.limits.keep_alive_timeout_s)
 
     # --- deadlines and refusals ------------------------------------------------------------
 

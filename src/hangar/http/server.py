@@ -7,6 +7,8 @@ both run uvicorn with `uvicorn_options()`, so the benchmarks measure what produc
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 from collections.abc import Callable
@@ -21,10 +23,11 @@ from hangar.http.limits import (
 )
 from hangar.http.protocol import BoundedHttpToolsProtocol
 
-# How long a stopping server waits for the requests in flight before it cancels them. The
-# worker's attempts under way get their 10 s timeout (hangar.webhooks.sender) in the same
-# stop, so a process asked to stop is gone about ten seconds later at most, whatever it
-# was doing (deploy/'s TimeoutStopSec leaves room above that).
+# How long a stopping server waits for the requests in flight before it cancels them (each
+# cut off is answered 503, hangar.http.stopping). The worker's attempts under way get their
+# 10 s timeout (hangar.webhooks.sender) in the same stop, so a process asked to stop is
+# gone about ten seconds later at most, whatever it was doing (deploy/'s TimeoutStopSec
+# leaves room above that).
 SHUTDOWN_GRACE_S = 10
 
 
@@ -42,11 +45,13 @@ class UvicornOptions(TypedDict):
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server, which also calls `on_exit` the moment it is asked to stop (SIGTERM,
-    SIGINT), from the signal handler. uvicorn itself only notices at its next tick, then
-    waits for the requests in flight before the app's shutdown: `hangar serve` stops its
-    worker's claiming at once instead, so the attempts under way finish while the requests
-    do, not after them."""
+    """uvicorn's server, which also acts the moment it is asked to stop (SIGTERM, SIGINT),
+    from the signal handler, where uvicorn itself only notices at its next tick: it stops
+    listening at once (a proxy's next connection is refused and goes to another instance),
+    tells the open connections (readiness fails from then on) and calls `on_exit` (`hangar
+    serve` stops its worker's claiming, so the attempts under way finish while the requests
+    do, not after them). uvicorn then waits for the requests in flight, up to
+    SHUTDOWN_GRACE_S, before the app's shutdown."""
 
     def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
         super().__init__(config)
@@ -54,7 +59,17 @@ class Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
+        with contextlib.suppress(RuntimeError):  # no loop yet: nothing listens
+            asyncio.get_running_loop().call_soon_threadsafe(self._stop_listening)
         self._on_exit()
+
+    def _stop_listening(self) -> None:
+        # What uvicorn's shutdown begins with, done now: no more connections, and each open
+        # one told (hangar.http.protocol: the app is stopping, answers close them).
+        for listener in getattr(self, "servers", ()):  # set once uvicorn has started
+            listener.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
 
 
 def uvicorn_options(limits: ServerLimits | None = None) -> UvicornOptions:

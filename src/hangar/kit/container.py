@@ -12,12 +12,18 @@ from hangar.db.reads import close_reads
 from hangar.foundation.clock import Clock
 from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox
+from hangar.kit.cursor import CursorKeys
 from hangar.kit.ratelimit import RateLimiter
 from hangar.kit.resolver import Resolver, SystemResolver
 
 # The purpose under which webhook signing secrets are sealed; changing it would leave every
 # stored secret unreadable.
 WEBHOOK_SECRETS = "webhook-secrets"
+
+
+def webhook_secret_box(settings: Settings) -> SecretBox:
+    """Seals webhook secrets with HANGAR_SECRET_KEY; opens what it or a previous key sealed."""
+    return SecretBox(settings.secret_key, WEBHOOK_SECRETS, settings.previous_secret_keys)
 
 
 @dataclass
@@ -27,14 +33,19 @@ class Services:
     clock: Clock
     limiter: RateLimiter
     redis: Redis | None
-    cursor_key: bytes = field(repr=False)
     # How webhook host names are resolved; tests inject a fake one. The address policy
     # itself is not injectable: no setting lets a webhook reach a private address.
     resolver: Resolver = field(default_factory=SystemResolver)
+    # Both from the settings' keys, so that every process signs, seals, verifies and opens
+    # with the same ones.
     secret_box: SecretBox = field(init=False, repr=False)
+    cursor_keys: CursorKeys = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.secret_box = SecretBox(self.settings.secret_key, WEBHOOK_SECRETS)
+        self.secret_box = webhook_secret_box(self.settings)
+        self.cursor_keys = CursorKeys.derive(
+            self.settings.secret_key, self.settings.previous_secret_keys
+        )
 
     async def close(self) -> None:
         await close_reads(self.engine)

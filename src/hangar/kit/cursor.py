@@ -3,6 +3,8 @@
 A cursor carries the position of the last row of a page: its start time (or none) and id.
 Its MAC also covers the organization and the filters it was made under, so a cursor from
 another organization, a forged or altered one, or one reused with other filters is refused.
+The current key signs; after a rotation the keys it replaced still verify the cursors they
+signed (a cursor carries no expiry: it stays valid as long as its key is listed).
 """
 
 from __future__ import annotations
@@ -12,16 +14,40 @@ import binascii
 import hashlib
 import hmac
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import orjson
 
+from hangar.foundation.crypto import derive_key
 from hangar.kit.errors import ApiError
+
+# The purpose the cursor key is derived under (hangar.foundation.crypto.derive_key); changing
+# it would refuse every cursor handed out.
+PURPOSE = "cursor"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAC_BYTES = 16
 _MAX_CURSOR_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class CursorKeys:
+    """The key that signs new cursors, then the keys that still verify older ones."""
+
+    current: bytes
+    previous: tuple[bytes, ...] = ()
+
+    @classmethod
+    def derive(cls, secret_key: str, previous: Sequence[str] = ()) -> CursorKeys:
+        """From HANGAR_SECRET_KEY and HANGAR_SECRET_KEY_PREVIOUS."""
+        return cls(
+            derive_key(secret_key, PURPOSE), tuple(derive_key(key, PURPOSE) for key in previous)
+        )
+
+    def __repr__(self) -> str:
+        return f"CursorKeys(<{1 + len(self.previous)} keys>)"
 
 
 @dataclass(frozen=True)
@@ -43,12 +69,12 @@ def _mac(key: bytes, org_id: uuid.UUID, context: str, payload: bytes) -> bytes:
     return hmac.new(key, msg, hashlib.sha256).digest()[:_MAC_BYTES]
 
 
-def encode(key: bytes, org_id: uuid.UUID, context: str, position: Position) -> str:
+def encode(keys: CursorKeys, org_id: uuid.UUID, context: str, position: Position) -> str:
     micros = None
     if position.start_time is not None:
         micros = (position.start_time - _EPOCH) // timedelta(microseconds=1)
     payload = orjson.dumps([micros, position.id.hex])
-    return _b64(payload) + "." + _b64(_mac(key, org_id, context, payload))
+    return _b64(payload) + "." + _b64(_mac(keys.current, org_id, context, payload))
 
 
 class InvalidCursor(ApiError):
@@ -63,7 +89,7 @@ class InvalidCursor(ApiError):
         )
 
 
-def decode(key: bytes, org_id: uuid.UUID, context: str, cursor: str) -> Position:
+def decode(keys: CursorKeys, org_id: uuid.UUID, context: str, cursor: str) -> Position:
     if len(cursor) > _MAX_CURSOR_LENGTH or cursor.count(".") != 1:
         raise InvalidCursor
     body, mac = cursor.split(".")
@@ -75,7 +101,10 @@ def decode(key: bytes, org_id: uuid.UUID, context: str, cursor: str) -> Position
     # only the exact text we issued is accepted, so no altered cursor passes for the same one.
     if _b64(payload) != body or _b64(given_mac) != mac:
         raise InvalidCursor
-    if not hmac.compare_digest(given_mac, _mac(key, org_id, context, payload)):
+    if not any(
+        hmac.compare_digest(given_mac, _mac(key, org_id, context, payload))
+        for key in (keys.current, *keys.previous)
+    ):
         raise InvalidCursor
     # Signed by us, so well formed; still, never let a surprise become a 500.
     try:

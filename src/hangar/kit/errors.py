@@ -100,6 +100,9 @@ UNAVAILABLE = (
     sa_exc.DisconnectionError,
     sa_exc.TimeoutError,
     ConnectionError,  # refused, reset, aborted: raised unwrapped while connecting
+    # A statement past its client-side deadline (hangar.db.engine: asyncpg's command_timeout,
+    # raised unwrapped), a connection not made within its connect timeout.
+    TimeoutError,
     # The public read path's own asyncpg pool (hangar.db.engine.read_connection) raises
     # the driver's errors unwrapped: a connection lost or refused, a server shutting down,
     # starting up or out of connection slots.
@@ -113,10 +116,17 @@ UNAVAILABLE = (
     # InterfaceError, above.
     asyncpg_exc.InterfaceError,
     asyncpg_exc.InternalClientError,
+    asyncpg_exc.QueryCanceledError,  # the read path's statement past statement_timeout
 )
+
+
+# PostgreSQL's "query_canceled": a statement that ran past statement_timeout (hangar.db.engine).
+_CANCELLED = "57014"
 
 
 def is_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, UNAVAILABLE):
         return True
-    return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    return exc.connection_invalidated or getattr(exc.orig, "sqlstate", None) == _CANCELLED

@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from hangar.foundation.metrics import REDIS_ERRORS
+from hangar.foundation.metrics import REDIS_ERRORS, REDIS_UP
 
 log = logging.getLogger("hangar")
 _T = TypeVar("_T")
@@ -112,7 +112,8 @@ class RedisRateLimiter:
     `recheck` seconds after the failure was seen (not after the failed request began: a
     hung Redis takes the whole timeout to fail), and then by one request only, while the
     others keep counting in-process until it answers; so a Redis that stays down costs one
-    request per `recheck` a wait, not every request. /api/health reports Redis as down.
+    request per `recheck` a wait, not every request. /api/health reports Redis as down,
+    /api/health/ready's checks and the hangar_redis_up gauge say so (the instance stays ready).
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class RedisRateLimiter:
         self._fallback = MemoryRateLimiter()
         self._down_until: float | None = None
         self._probing = False
+        REDIS_UP.set(1)  # until a call says otherwise
 
     def _keys(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> list[str]:
         return [f"{self._prefix}:rl:{subject}:{lim.seconds}:{_window(lim, now)}" for lim in limits]
@@ -151,6 +153,7 @@ class RedisRateLimiter:
                 result = await call()
         except (RedisError, OSError, TimeoutError) as exc:
             REDIS_ERRORS.inc()
+            REDIS_UP.set(0)
             if self._down_until is None:
                 log.warning("rate limits: Redis unreachable (%r); counting in-process", exc)
             self._down_until = self._monotonic() + self._recheck
@@ -160,6 +163,7 @@ class RedisRateLimiter:
                 self._probing = False
         if self._down_until is not None:
             log.warning("rate limits: Redis answers again; counting in Redis")
+            REDIS_UP.set(1)
             self._down_until = None
         return result
 

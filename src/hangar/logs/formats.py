@@ -1,13 +1,20 @@
 """The logging configuration of every hangar process, in the format HANGAR_LOG_FORMAT names.
 
 `text` (the default) is what hangar always wrote: `hangar serve` uvicorn's own lines, with
-hangar's warnings bare on stderr (Python's last-resort handler, made explicit so that it can
-carry the filter); `hangar worker` a timestamped line per record. `json` is one JSON object
+hangar's bare on stderr (Python's last-resort handler, made explicit so that it can carry the
+filters); `hangar worker` a timestamped line per record, with its level; a command, hangar's
+bare lines. `json` is one JSON object
 per line on stderr for every record of every logger, uvicorn's included: timestamp, level,
 logger, message, request_id while a request is served, what the record was given as `extra`
 (a delivery attempt's ids), and for access lines method, path, status, duration_ms (until
 the response began, when uvicorn logs it) and client. Either way every handler carries
 hangar.http.access_log's filter, so no format can write a credential.
+
+HANGAR_LOG_LEVEL (debug, info, warning, error; default info) is the level of hangar's own
+loggers and uvicorn's in every process and format; other libraries' (Alembic, SQLAlchemy,
+asyncio) write warnings and errors only, whatever the level, so that `debug` shows hangar's
+detail rather than every library's. In every format a probe or a scrape that succeeded writes
+no access line (hangar.http.access_log.QuietProbes).
 
 stderr, not stdout: the commands print their results on stdout, one JSON object each, and
 logs must never mix into them.
@@ -24,80 +31,109 @@ import orjson
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-from hangar.foundation.config import LogFormat
-from hangar.http.access_log import RedactCredentials, current_request, log_config, scrub
+from hangar.foundation.config import LogFormat, LogLevel
+from hangar.http.access_log import (
+    QuietProbes,
+    RedactCredentials,
+    current_request,
+    log_config,
+    scrub,
+)
 
 # serve: uvicorn's loggers and the app's; worker: the dispatcher and scheduler process;
 # command: any other `hangar` command.
 Process = Literal["serve", "worker", "command"]
 
-_REDACT = {"redact_credentials": {"()": RedactCredentials}}
-# Python's lastResort handler as a configured one: WARNING and above, the bare message.
-_BARE_STDERR = {
-    "class": "logging.StreamHandler",
-    "stream": "ext://sys.stderr",
-    "formatter": "bare",
-    "level": "WARNING",
-    "filters": ["redact_credentials"],
-}
+_FILTERS = {"redact_credentials": {"()": RedactCredentials}, "quiet_probes": {"()": QuietProbes}}
 
 
-def config(fmt: LogFormat, process: Process) -> dict[str, Any]:
-    """The `logging.config.dictConfig` schema for `process` in `fmt` (uvicorn applies the
-    serve one in each of its processes)."""
-    if fmt == "json":
-        return _json_config()
-    if process == "serve":
-        served = log_config()
-        served["formatters"]["bare"] = {"format": "%(message)s"}
-        served["handlers"]["last_resort"] = _BARE_STDERR
-        served["root"] = {"handlers": ["last_resort"], "level": "WARNING"}
-        return served
-    if process == "worker":  # what logging.basicConfig made of it before
-        formatter = {"format": "%(asctime)s %(name)s %(message)s"}
-        handler = {**_BARE_STDERR, "formatter": "timestamped", "level": "NOTSET"}
-        level = "INFO"
-    else:
-        formatter, handler, level = {"format": "%(message)s"}, _BARE_STDERR, "WARNING"
+def _stderr(formatter: str = "bare") -> dict[str, Any]:
+    """Python's lastResort handler as a configured one (which records reach it is the loggers'
+    levels' business): a new dict each time, as whoever reads a schema may change it."""
     return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "filters": _REDACT,
-        "formatters": {"timestamped" if process == "worker" else "bare": formatter},
-        "handlers": {"stderr": handler},
-        "root": {"handlers": ["stderr"], "level": level},
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+        "formatter": formatter,
+        "filters": ["quiet_probes", "redact_credentials"],
     }
+
+
+# The loggers HANGAR_LOG_LEVEL steers; any other library's are held to warnings and errors.
+_STEERED = ("hangar", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+def config(fmt: LogFormat, process: Process, level: LogLevel = "info") -> dict[str, Any]:
+    """The `logging.config.dictConfig` schema for `process` in `fmt` at `level` (uvicorn
+    applies the serve one in each of its processes)."""
+    if fmt == "json":
+        built = _json_config()
+    elif process == "serve":
+        built = log_config()
+        built["handlers"]["access"]["filters"].insert(0, "quiet_probes")
+        built["formatters"]["bare"] = {"format": "%(message)s"}
+        built["handlers"]["last_resort"] = _stderr()
+        built["root"] = {"handlers": ["last_resort"]}
+    else:
+        # The worker: what logging.basicConfig made of it before, with the level added now
+        # that there is more than one to read. A command: the bare message.
+        worker = process == "worker"
+        built = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {
+                "bare": {"format": "%(message)s"},
+                "timestamped": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+            },
+            "handlers": {"stderr": _stderr("timestamped" if worker else "bare")},
+            "root": {"handlers": ["stderr"]},
+        }
+    built["filters"] = {**built.get("filters", {}), **_FILTERS}
+    loggers = built.setdefault("loggers", {})
+    for name in _STEERED:
+        loggers[name] = {**loggers.get(name, {}), "level": level.upper()}
+    built["root"]["level"] = "WARNING"
+    return built
 
 
 def _json_config() -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": _REDACT,
         "formatters": {"json": {"()": json_formatter}},
         "handlers": {
             "json": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stderr",
                 "formatter": "json",
-                "filters": ["redact_credentials"],
+                "filters": ["quiet_probes", "redact_credentials"],
             }
         },
         # uvicorn's loggers lose their own handlers and reach the root's, like every other.
         "loggers": {
-            "uvicorn": {"handlers": [], "level": "INFO", "propagate": True},
-            "uvicorn.error": {"level": "INFO"},
-            "uvicorn.access": {"handlers": [], "level": "INFO", "propagate": True},
+            "uvicorn": {"handlers": [], "propagate": True},
+            "uvicorn.access": {"handlers": [], "propagate": True},
         },
-        "root": {"handlers": ["json"], "level": "INFO"},
+        "root": {"handlers": ["json"]},
     }
 
 
-def configure(fmt: LogFormat, process: Process) -> None:
+def configure(fmt: LogFormat, process: Process, level: LogLevel = "info") -> None:
     """Configures this process's logging (the worker's, a command's; uvicorn applies
-    `config(fmt, "serve")` itself)."""
-    logging.config.dictConfig(config(fmt, process))
+    `config(fmt, "serve", level)` itself)."""
+    logging.config.dictConfig(config(fmt, process, level))
     _configure_structlog()
+
+
+def failure(reason: str, fmt: LogFormat) -> str:
+    """The one line a command that cannot go on writes on stderr: `hangar: <reason>`, or in
+    JSON an error record with the format's first fields. `reason` is hangar's own text, not
+    scrubbed: the messages quote example URLs such as postgresql://user@host/db (what may
+    hold a secret, an exception's text, the caller redacts)."""
+    if fmt == "text":
+        return f"hangar: {reason}"
+    stamped = _TIMESTAMP(None, "", {})
+    line = {**stamped, "level": "error", "logger": "hangar", "message": reason}
+    return orjson.dumps(line).decode()
 
 
 def _configure_structlog() -> None:
@@ -116,6 +152,7 @@ def _configure_structlog() -> None:
 # Record attributes that are not the record's own fields: uvicorn's coloured copy of a message.
 _NOT_FIELDS = {"color_message"}
 _RECORD_KEYS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_TIMESTAMP = structlog.processors.TimeStamper(fmt="iso", utc=True)
 _FIRST = ("timestamp", "level", "logger", "message", "request_id")
 
 
@@ -182,7 +219,7 @@ def json_formatter() -> structlog.stdlib.ProcessorFormatter:
         foreign_pre_chain=[
             structlog.contextvars.merge_contextvars,
             _request_id,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _TIMESTAMP,
             structlog.stdlib.add_log_level,
             structlog.stdlib.add_logger_name,
             # `message`: `event` is a field of hangar's own (a delivery's event name).

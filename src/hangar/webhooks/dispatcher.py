@@ -87,7 +87,8 @@ class Dispatcher:
         self._sender = sender
         # Decrypting a secret (Fernet) at every attempt repeats the same work for every
         # delivery to a subscription; the secret never changes (no rotation in place: a new
-        # one means a new subscription, with a new sealed value).
+        # one means a new subscription, with a new sealed value). `hangar secrets reseal`
+        # changes the sealed value, never the secret: one more miss, the same answer.
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so

@@ -1,5 +1,5 @@
 """The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log,
-Redeliver and health.
+Redeliver and health; and the operator's resealing of every secret after a key rotation.
 
 Each action once, for the management API (routes/webhooks.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
@@ -10,16 +10,18 @@ here, not in either caller; the caller's request owns the transaction
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 
 from pydantic import Field
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from hangar.foundation.config import Settings
 from hangar.kit.bodies import RequestBody
-from hangar.kit.container import Services
+from hangar.kit.container import Services, webhook_secret_box
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
-from hangar.webhooks import catalogue, delivery_log, health, outbox
+from hangar.webhooks import catalogue, delivery_log, health, outbox, resealing
 from hangar.webhooks import subscriptions as subs
 
 # What the routes and the screens name besides the actions: the 404s' words, the views they
@@ -31,6 +33,8 @@ from hangar.webhooks.health import HealthView as HealthView
 from hangar.webhooks.health import SeriesView as SeriesView
 from hangar.webhooks.health import duration_words as duration_words
 from hangar.webhooks.health import percent_words as percent_words
+from hangar.webhooks.resealing import Resealed as Resealed
+from hangar.webhooks.resealing import Unreadable as Unreadable
 from hangar.webhooks.subscriptions import SUBSCRIPTION as SUBSCRIPTION
 from hangar.webhooks.subscriptions import NewSubscriptionView
 from hangar.webhooks.subscriptions import SubscriptionView as SubscriptionView
@@ -123,3 +127,12 @@ async def fire_test(
         catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
         now,
     )
+
+
+async def reseal_secrets(
+    engine: AsyncEngine, settings: Settings, *, progress: Callable[[Resealed], None] | None = None
+) -> Resealed:
+    """Every webhook secret sealed again under HANGAR_SECRET_KEY, in batches of short
+    transactions (safe while serving, idempotent): once it reports no unreadable live
+    subscription, HANGAR_SECRET_KEY_PREVIOUS opens nothing that is still needed."""
+    return await resealing.reseal_all(engine, webhook_secret_box(settings), progress=progress)

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import event
 
+from hangar.db.engine import CONNECT_TIMEOUT_S
 from hangar.kit.container import Services
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
@@ -79,7 +80,7 @@ class DeliveryWorker:
         """LISTENs until the connection is lost or the worker stops; False if it never could."""
         lost = asyncio.Event()
         try:
-            conn = await asyncpg.connect(dsn)
+            conn = await asyncpg.connect(dsn, timeout=CONNECT_TIMEOUT_S)
         except Exception as exc:
             log.warning("cannot LISTEN for new deliveries (%s); polling until it can", exc)
             return False

@@ -8,7 +8,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.engine import make_engine
 from hangar.foundation.clock import Clock, SystemClock
 from hangar.foundation.config import Settings
-from hangar.foundation.crypto import derive_key
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 
@@ -34,5 +33,4 @@ def build_services(
         clock=clock or SystemClock(),
         limiter=limiter,
         redis=redis,
-        cursor_key=derive_key(settings.secret_key, "cursor"),
     )

@@ -1,0 +1,43 @@
+"""What an operator installs, in dist/: the wheel, requirements-production.lock beside it
+and deploy/ (the units, the env file, the nginx site); README, "Installing for production".
+The wheel is built as ./dev smoke builds the one it checks, from a copy of the sources.
+
+    ./dev release          (or .venv/bin/python -m scripts.release)
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from scripts.production_lock import PRODUCTION_LOCK, ROOT
+from scripts.smoke_installed import build_wheel
+
+DIST = ROOT / "dist"
+
+
+def install_command(wheel: str, lock: str) -> str:
+    """README's one command: a fresh environment per release, /opt/hangar its link."""
+    version = wheel.split("-")[1]
+    venv = f"/opt/hangar-{version}"
+    return (
+        f"python3 -m venv {venv} && {venv}/bin/pip install --require-hashes -r {lock} && "
+        f"{venv}/bin/pip install --no-deps {wheel} && ln -sfn {venv} /opt/hangar"
+    )
+
+
+def main() -> None:
+    DIST.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hangar-release-") as work:
+        wheel = Path(shutil.copy2(build_wheel(Path(work)), DIST))
+    lock = Path(shutil.copy2(PRODUCTION_LOCK, DIST))
+    deploy = Path(shutil.copytree(ROOT / "deploy", DIST / "deploy", dirs_exist_ok=True))
+    for made in (wheel, lock, deploy):
+        print(made.relative_to(ROOT))
+    command = install_command(wheel.name, lock.name)
+    print(f"installed on each machine, in dist/, as root, with:\n  {command}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""`hangar backup PATH` and `hangar restore PATH`: one command each (hangar.db.backup)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hangar.cli.common import emit, fail, settings
+from hangar.db import backup as backups
+from hangar.db.backup import BackupError, Keys, Manifest, without_password
+from hangar.db.migrate import code_revisions
+from hangar.foundation.clock import SystemClock
+from hangar.foundation.config import DEFAULT_DATABASE_URL, ConfigError, previous_secret_keys
+from hangar.foundation.sqlite_files import sqlite_path
+
+BackupPath = Annotated[
+    Path, typer.Argument(metavar="PATH", help="The backup file to write; its folder must exist")
+]
+RestorePath = Annotated[
+    Path, typer.Argument(metavar="PATH", help="A backup file written by `hangar backup`")
+]
+
+
+def progress(message: str) -> None:
+    typer.echo(f"hangar: {message}", err=True)
+
+
+def backup(
+    path: BackupPath,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace PATH if it exists")
+    ] = False,
+) -> None:
+    """Write a backup of the database (HANGAR_DATABASE_URL) to PATH, one file.
+
+    The copy is consistent while hangar serves and delivers: SQLite's is made with its online
+    backup API (copying a live database file is not a backup), PostgreSQL's with pg_dump -Fc
+    (PostgreSQL's client tools must be on the PATH, of the server's major version). PATH is a tar
+    file holding the copy and manifest.json (the hangar version, the migration revision, the
+    database kind, when, and a fingerprint of the secret key). PATH must not exist (unless
+    --overwrite); it appears whole or not at all, readable by this user only.
+
+    The backup does not hold the secret key (HANGAR_SECRET_KEY, or the SQLite default's key file
+    beside the database): keep the key apart, somewhere as safe. Without it no webhook secret in
+    the backup can be read; with it, anyone holding a copy of the backup could read them.
+
+    Take one daily and before every upgrade; see the README's "Backups"."""
+    url = os.environ.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
+    source = sqlite_path(url)
+    # Checked before reading the settings, which would make an empty database (and a key)
+    # at a mistyped path, and a backup of nothing.
+    if source is not None and not source.is_file():
+        fail(f"no database at {source}: set HANGAR_DATABASE_URL to the database to back up")
+    current = settings()
+    keys = Keys(current.secret_key, current.previous_secret_keys)
+    try:
+        manifest = backups.create(
+            current.database_url,
+            keys,
+            path,
+            now=SystemClock().now(),
+            progress=progress,
+            overwrite=overwrite,
+        )
+    except BackupError as exc:
+        fail(str(exc))
+    emit({"backup": str(path), **summary(manifest)})
+
+
+def restore(
+    path: RestorePath,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the tables of a database that has some"),
+    ] = False,
+    allow_other_key: Annotated[
+        bool,
+        typer.Option(
+            "--allow-other-key",
+            help="Restore although the secret key does not open the backup's webhook secrets",
+        ),
+    ] = False,
+) -> None:
+    """Restore the backup at PATH into the database HANGAR_DATABASE_URL names.
+
+    Stop every hangar process that uses that database first. Refuses a backup made by a newer
+    release, a SQLite backup into PostgreSQL (or the other way round), a database that already
+    holds tables (unless --force), and a backup whose webhook secrets the secret key does not open
+    (HANGAR_SECRET_KEY, HANGAR_SECRET_KEY_PREVIOUS, or a SQLite database's key file
+    NAME.secret beside it; unless --allow-other-key). PostgreSQL needs pg_restore on the PATH.
+
+    The database is left at the backup's schema: `hangar serve` (or `hangar db upgrade`) migrates
+    a backup of an older release to this one as it starts."""
+    url, keys = _restore_keys(allow_other_key)
+    target = sqlite_path(url)
+    made = target is not None and target.is_file() and target.stat().st_size == 0
+    try:
+        manifest = backups.restore(
+            path, url, keys, force=force, allow_other_key=allow_other_key, progress=progress
+        )
+    except BackupError as exc:
+        # Reading the settings made the empty file a SQLite database starts as; a refused
+        # restore leaves nothing behind.
+        if target is not None and made and target.is_file() and not target.stat().st_size:
+            target.unlink()
+        fail(str(exc))
+    migrate = set(manifest.revisions) != code_revisions().heads
+    if migrate:
+        progress("the backup's schema is older: `hangar serve` migrates it as it starts")
+    emit(
+        {
+            "restored": str(path),
+            "database": without_password(url),
+            **summary(manifest),
+            "migrate": migrate,
+            "webhook_secrets": "readable"
+            if manifest.key_fingerprint in keys.fingerprints()
+            else "unreadable",
+        }
+    )
+
+
+def _restore_keys(allow_other_key: bool) -> tuple[str, Keys]:
+    """The target's URL and the keys to check the backup's against."""
+    env = dict(os.environ)
+    url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
+    target = sqlite_path(url)
+    key_file = target.with_name(target.name + ".secret") if target is not None else None
+    if key_file is None or env.get("HANGAR_SECRET_KEY") or key_file.exists() or allow_other_key:
+        current = settings()
+        return current.database_url, Keys(current.secret_key, current.previous_secret_keys)
+    # A new SQLite file with no key beside it: reading the settings would make a new key there,
+    # which opens nothing the backup sealed. The restore refuses, naming the key file to copy.
+    try:
+        return url, Keys(None, previous_secret_keys(env, ""))
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def summary(manifest: Manifest) -> dict[str, object]:
+    return {
+        "database_kind": manifest.database,
+        "hangar_version": manifest.hangar_version,
+        "revisions": list(manifest.revisions),
+        "created_at": manifest.created_at,
+        "size": manifest.size,
+        "sha256": manifest.sha256,
+    }

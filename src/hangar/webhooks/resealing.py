@@ -1,0 +1,137 @@
+"""Sealing every stored webhook secret again under the current HANGAR_SECRET_KEY, so that
+the keys it replaced can be dropped (`hangar secrets reseal`).
+
+Safe while hangar serves: the subscriptions are read in batches by id (keyset pagination),
+each batch in one short transaction, and a row is written only if its sealed value is still
+the one read (compare and set). Only the sealed value is written, so a subscription deleted
+meanwhile stays deleted and one created meanwhile (sealed by a process that has the current
+key) is left as it is. Idempotent: a secret already sealed under the current key is counted,
+never written. The secret itself is the same before and after: receivers notice nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from hangar.foundation.crypto import SecretBox, SecretUnreadable
+from hangar.webhooks.models import Subscription
+
+BATCH = 100
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A subscription whose secret no key opens: named, never shown."""
+
+    subscription_id: uuid.UUID
+    org_id: uuid.UUID
+    deleted: bool
+
+
+@dataclass
+class Resealed:
+    """What a run found, so far."""
+
+    resealed: int = 0
+    already_current: int = 0
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    @property
+    def checked(self) -> int:
+        return self.resealed + self.already_current + len(self.unreadable)
+
+    @property
+    def blocking(self) -> list[Unreadable]:
+        """Unreadable secrets of live subscriptions: with them the previous key cannot go. A
+        deleted subscription never signs again, so its unreadable secret blocks nothing."""
+        return [u for u in self.unreadable if not u.deleted]
+
+
+_ROW = (
+    Subscription.id,
+    Subscription.org_id,
+    Subscription.secret_encrypted,
+    Subscription.deleted_at,
+)
+
+
+@dataclass
+class Resealing:
+    """One run: `batch` reads the next rows and writes them; `read` and `write` are its two
+    halves (tests put a concurrent change between them)."""
+
+    box: SecretBox
+    size: int = BATCH
+    after: uuid.UUID | None = None
+    found: Resealed = field(default_factory=Resealed)
+
+    async def read(self, conn: AsyncConnection) -> list[Any]:
+        stmt = select(*_ROW).order_by(Subscription.id).limit(self.size)
+        if self.after is not None:
+            stmt = stmt.where(Subscription.id > self.after)
+        rows = list(await conn.execute(stmt))
+        if rows:
+            self.after = rows[-1].id
+        return rows
+
+    async def write(self, conn: AsyncConnection, rows: list[Any]) -> None:
+        for row in rows:
+            await self._one(conn, row)
+
+    async def batch(self, engine: AsyncEngine) -> bool:
+        """One batch in its own transaction; False once every subscription has been seen."""
+        async with engine.begin() as conn:
+            rows = await self.read(conn)
+            await self.write(conn, rows)
+        return len(rows) == self.size
+
+    async def _one(self, conn: AsyncConnection, row: Any) -> None:
+        # A row changed since it was read (by another run) is read again and judged on what
+        # it holds now; one deleted outright is gone, and so not counted.
+        while row is not None:
+            try:
+                sealed = self.box.resealed(row.secret_encrypted)
+            except SecretUnreadable:
+                self.found.unreadable.append(
+                    Unreadable(row.id, row.org_id, deleted=row.deleted_at is not None)
+                )
+                return
+            if sealed is None:
+                self.found.already_current += 1
+                return
+            written = await conn.execute(
+                update(Subscription)
+                .where(
+                    Subscription.id == row.id,
+                    Subscription.secret_encrypted == row.secret_encrypted,
+                )
+                .values(secret_encrypted=sealed)
+            )
+            if written.rowcount == 1:
+                self.found.resealed += 1
+                return
+            row = (await conn.execute(select(*_ROW).where(Subscription.id == row.id))).first()
+
+
+async def reseal_all(
+    engine: AsyncEngine,
+    box: SecretBox,
+    *,
+    size: int = BATCH,
+    progress: Callable[[Resealed], None] | None = None,
+) -> Resealed:
+    """Every subscription's secret (deleted ones too: a dropped key must open nothing in a
+    later dump) sealed under the box's current key; `progress` hears after each batch."""
+    run = Resealing(box, size)
+    more = True
+    while more:
+        more = await run.batch(engine)
+        if progress is not None:
+            progress(run.found)
+    return run.found
