@@ -89,6 +89,12 @@ def config(fmt: LogFormat, process: Process, level: LogLevel = "info") -> dict[s
         }
     built["filters"] = {**built.get("filters", {}), **_FILTERS}
     loggers = built.setdefault("loggers", {})
+    if process != "serve" or fmt == "json":
+        # uvicorn's loggers reach the root's handler like every other: a uvicorn configured
+        # earlier in this process (a test's server, the demo's) may have left them with
+        # handlers of their own and propagation off, which dictConfig alone keeps.
+        for name in ("uvicorn", "uvicorn.access"):
+            loggers[name] = {**loggers.get(name, {}), "handlers": [], "propagate": True}
     for name in _STEERED:
         loggers[name] = {**loggers.get(name, {}), "level": level.upper()}
     built["root"]["level"] = "WARNING"
