@@ -93,7 +93,7 @@ def config(fmt: LogFormat, process: Process, level: LogLevel = "info") -> dict[s
         # uvicorn's loggers reach the root's handler like every other: a uvicorn configured
         # earlier in this process (a test's server, the demo's) may have left them with
         # handlers of their own and propagation off, which dictConfig alone keeps.
-        for name in ("uvicorn", "uvicorn.access"):
+        for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
             loggers[name] = {**loggers.get(name, {}), "handlers": [], "propagate": True}
     for name in _STEERED:
         loggers[name] = {**loggers.get(name, {}), "level": level.upper()}

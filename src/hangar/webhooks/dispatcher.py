@@ -276,7 +276,10 @@ class Dispatcher:
             secret = self._open_secret(delivery.secret_encrypted)
         except SecretUnreadable:
             # A failed attempt, not an exception: left to its lease, it would loop forever.
-            error = "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed?"
+            error = (
+                "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed without "
+                "listing the old key in HANGAR_SECRET_KEY_PREVIOUS?"
+            )
             result = AttemptResult(
                 status_code=None,
                 error=error,

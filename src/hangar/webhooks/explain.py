@@ -149,6 +149,7 @@ _FAILURES: dict[str, str] = {
     "url_http": "URL refused by the address policy: only https URLs are allowed. Nothing was sent.",
     "url_invalid": "URL refused by the address policy{detail}. Nothing was sent.",
     "secret_unreadable": (
-        "Not sent: the signing secret cannot be decrypted (was HANGAR_SECRET_KEY changed?)."
+        "Not sent: the signing secret cannot be decrypted (was HANGAR_SECRET_KEY changed "
+        "without listing the old key in HANGAR_SECRET_KEY_PREVIOUS?)."
     ),
 }
