@@ -57,7 +57,8 @@ async def test_a_short_metrics_token_is_refused_without_quoting_it(cli: Cli, fmt
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("command", [["serve"], ["worker"], ["db", "upgrade"]])
+# serve on port 0: its address check (before the migration) passes whatever runs on 8000.
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["worker"], ["db", "upgrade"]])
 async def test_a_database_out_of_reach_is_one_line_without_its_password(
     cli: Cli, fmt: str, command: list[str]
 ) -> None:
@@ -78,16 +79,10 @@ async def test_a_port_in_use_is_one_error_line_in_the_format(
     ran = await cli.run(
         "serve", "--no-worker", "--port", str(taken_port), env={"HANGAR_LOG_FORMAT": fmt}
     )
-    assert ran.code != 0
-    assert ran.stdout == ""
-    lines = ran.stderr.splitlines()
-    if fmt == "json":
-        records = [json.loads(line) for line in lines]  # every line, not only the failure
-        errors = [r["message"] for r in records if r["level"] == "error"]
-    else:
-        errors = [line for line in lines if line.startswith("ERROR:")]
-    [error] = errors
-    assert f"('127.0.0.1', {taken_port}): address already in use" in error
+    assert reason(ran.refused(), fmt) == (
+        f"cannot serve on 127.0.0.1:{taken_port}: Address already in use; stop what listens "
+        "there, or choose another --port or --host"
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from typing import Annotated
 
 import typer
@@ -45,7 +46,23 @@ def serve(
         reason = refusal(settings(), count)
         if reason:
             fail(reason)
+    refuse_a_taken_address(host, port)
     run_server(migrated_settings(), host, port, workers=count, with_worker=not no_worker)
+
+
+def refuse_a_taken_address(host: str, port: int) -> None:
+    """One line naming what to do when the address is taken (uvicorn's own says only that it
+    is), before the database is migrated. Another process may still take it in between: then
+    uvicorn's line is the answer."""
+    from hangar.wiring.worker_metrics import listen
+
+    try:
+        listen(host, port).close()
+    except OSError as exc:
+        fail(
+            f"cannot serve on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}; "
+            "stop what listens there, or choose another --port or --host"
+        )
 
 
 def run_server(
