@@ -139,7 +139,8 @@ async def receiver(delay_ms: float, port: int) -> AsyncIterator[Receiver]:
 
 
 def bench_services(settings: Settings) -> Services:
-    services = build_services(settings)
+    # As `hangar worker` builds its own (hangar.cli.worker.run_worker).
+    services = build_services(settings, answers_clients=False)
     services.resolver = LoopbackResolver()
     return services
 

@@ -241,6 +241,25 @@ async def test_a_restarted_database_costs_no_request(
     assert {status for _, status in answers} == {200}, answers
 
 
+async def test_the_workers_engine_spares_the_ping_yet_replaces_a_closed_connection(
+    database_url: str, pg_proxy: TcpProxy
+) -> None:
+    """`hangar worker` answers no client, so its pool skips the round trip at checkout (a
+    hung database costs it the statement deadline, not a fast failure); a connection the
+    server closed is still replaced before use, so a restart costs it no failed claim."""
+    engine = make_engine(via_proxy(database_url, pg_proxy.port), ping_at_checkout=False)
+    try:
+        async with engine.connect() as conn:
+            assert await conn.scalar(select(1)) == 1
+        await pg_proxy.cut()
+        await asyncio.sleep(0.2)
+        await pg_proxy.restore()
+        async with engine.connect() as conn:
+            assert await conn.scalar(select(1)) == 1
+    finally:
+        await engine.dispose()
+
+
 # --- Redis goes away --------------------------------------------------------------------
 
 

@@ -93,7 +93,8 @@ def run_worker(
         )
 
     async def main() -> None:
-        services = build_services(current)
+        # No client waits on the worker: a checkout spares the round trip (hangar.db.engine).
+        services = build_services(current, answers_clients=False)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if metrics is not None:

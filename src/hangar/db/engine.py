@@ -71,15 +71,22 @@ def pg_connect_args(statement_timeout_s: float | None = STATEMENT_TIMEOUT_S) -> 
     return args
 
 
-def _checked_out(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+def _closed_out(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    # A connection the server closed (a restart: asyncpg has seen its socket close) is
+    # replaced at no cost: a DisconnectionError makes the pool take another and go on.
+    driver: asyncpg.Connection = dbapi_connection.driver_connection
+    if driver.is_closed():
+        raise DisconnectionError("the server closed the connection")
+
+
+def _checked_out(dbapi_connection: Any, record: Any, proxy: Any) -> None:
     # SQLAlchemy's own pool_pre_ping would send BEGIN, a ping and ROLLBACK, each waiting as
     # long as any statement: one round trip with its own short deadline does (about 55 us
     # a checkout on loopback).
     # A DisconnectionError makes the pool replace the connection and go on; a TimeoutError
     # (hangar.kit.errors: a 503) ends the request, and the pool drops the connection.
+    _closed_out(dbapi_connection, record, proxy)
     driver: asyncpg.Connection = dbapi_connection.driver_connection
-    if driver.is_closed():
-        raise DisconnectionError("the server closed the connection")
     try:
         await_(_ping(driver))
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -103,8 +110,13 @@ def make_engine(
     *,
     pool_size: int = 10,
     statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
+    ping_at_checkout: bool = True,
 ) -> AsyncEngine:
-    """`statement_timeout_s`: PostgreSQL's deadline for each statement; None for none."""
+    """`statement_timeout_s`: PostgreSQL's deadline for each statement; None for none.
+    `ping_at_checkout`: check each pooled connection by a round trip before use, so that a
+    hung database fails a request within PING_TIMEOUT_S; a process that answers no client
+    (`hangar worker`) spares the round trip and waits out the statement deadline instead
+    (a connection the server closed is replaced either way)."""
     url = async_url(database_url)
     # A database error's message leaves out the statement's parameters: they may be
     # credentials (a session's CSRF token, a key's hash) and the message may reach a log.
@@ -120,5 +132,5 @@ def make_engine(
         connect_args=pg_connect_args(statement_timeout_s),
         hide_parameters=True,
     )
-    event.listen(engine.sync_engine, "checkout", _checked_out)
+    event.listen(engine.sync_engine, "checkout", _checked_out if ping_at_checkout else _closed_out)
     return engine

@@ -17,7 +17,10 @@ def build_services(
     *,
     clock: Clock | None = None,
     engine: AsyncEngine | None = None,
+    answers_clients: bool = True,
 ) -> Services:
+    """`answers_clients`: False for `hangar worker`, whose database calls need no fast
+    failure, only a deadline (hangar.db.engine, ping_at_checkout)."""
     # Bounded waits: a Redis that hangs must not hold requests (the limiter falls back).
     redis = (
         Redis.from_url(settings.redis_url, socket_connect_timeout=2, socket_timeout=3)
@@ -29,7 +32,7 @@ def build_services(
     )
     return Services(
         settings=settings,
-        engine=engine or make_engine(settings.database_url),
+        engine=engine or make_engine(settings.database_url, ping_at_checkout=answers_clients),
         clock=clock or SystemClock(),
         limiter=limiter,
         redis=redis,
