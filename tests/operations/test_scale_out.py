@@ -47,7 +47,7 @@ from hangar.webhooks.models import Delivery
 from hangar.wiring.container import build_services
 from tests.fixtures.clients import session_for
 from tests.fixtures.counting_receiver import CountingReceiver
-from tests.fixtures.deploy import NGINX, deploy_env, nginx_argv, nginx_config
+from tests.fixtures.deploy import NGINX, deploy_env, nginx_argv, nginx_config, site_tls
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.receivers import https_endpoint
@@ -157,12 +157,7 @@ async def topology(
     plane = await org.add(Aircraft)
     session = await session_for(services, org.admin_id)
 
-    cert, key = where / "cert.pem", where / "key.pem"
-    issued = ca.issue_cert("127.0.0.1")
-    issued.private_key_pem.write_to_path(str(key))
-    cert.write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
-    client_ssl = ssl.create_default_context()
-    ca.configure_trust(client_ssl)
+    cert, key, client_ssl = site_tls(where, ca)
     conf = nginx_config(where, nginx_port, server_ports, cert, key)
 
     async with AsyncExitStack() as stack:
