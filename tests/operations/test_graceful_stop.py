@@ -163,7 +163,9 @@ def get(path: str, port: int) -> bytes:
 async def refuses(port: int) -> bool:
     try:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
+        # Reset: the connect reached the backlog as the listener closed, which is a refusal
+        # too (the kernel resets what the closed listener never accepted).
         return True
     writer.close()  # accepted: still listening
     return False
