@@ -24,7 +24,9 @@ SECRET = "5e" * 32
 def delivery(name: str, data: str, clock: FakeClock) -> tuple[bytes, dict[str, str]]:
     """The body and headers hangar's sender posts for one event."""
     body = signing.envelope(name, clock.now(), data)
-    return body, signing.headers(name, "delivery-1", SECRET, body)
+    return body, signing.headers(
+        name, "delivery-1", SECRET, body, event_id="event-1", sent_at=clock.now()
+    )
 
 
 def test_a_real_signature_verifies_and_anything_else_does_not(clock: FakeClock) -> None:

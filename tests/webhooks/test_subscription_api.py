@@ -46,7 +46,7 @@ async def test_create_shows_the_secret_once(
 ) -> None:
     created = await create(admin, org, events=["squawk.created", "mel.expired"])
 
-    assert set(created) == VIEW_FIELDS | {"secret"}
+    assert set(created) == VIEW_FIELDS | {"secret", "secret_whsec"}
     secret = str(created["secret"])
     assert re.fullmatch(r"[0-9a-f]{64}", secret)
     assert created["secret_prefix"] == secret[:8]
@@ -250,6 +250,7 @@ async def test_delivery_log_lists_newest_first(admin: httpx.AsyncClient, org: Or
     assert set(entry) == {
         "id",
         "event",
+        "event_id",
         "status",
         "attempts",
         "created_at",

@@ -6,10 +6,11 @@ line, headers, the first 2 KB of the body). The body is not stored per attempt: 
 envelope of the event's stored data with `delivered_at` = the attempt's start, rebuilt here
 by the function that built it for the wire, so it is byte for byte what was signed.
 
-Redeliver sends a finished delivery again: the same row, so the same event and the same
-X-Service-Delivery id, back to pending with a new series of up to 3 attempts. It is a row
-written in the request's transaction, so a restart loses nothing; the dispatcher signs it
-with the subscription's secret at send time and checks the URL like any attempt.
+Redeliver sends a finished delivery again: the same row, so the same event (X-Service-Event-Id)
+and the same X-Service-Delivery id (and webhook-id), back to pending with a new series of up
+to 3 attempts. It is a row written in the request's transaction, so a restart loses nothing;
+the dispatcher signs it with the subscription's secret at send time (a new webhook-timestamp)
+and checks the URL like any attempt.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class RedeliveryView(TypedDict):
 class DeliveryView(TypedDict):
     id: str
     event: str
+    event_id: str  # its X-Service-Event-Id: the id the events API lists the event under
     status: str
     attempts: list[AttemptView]
     created_at: datetime
@@ -104,6 +106,7 @@ async def recent_deliveries(
             select(
                 Delivery.id,
                 Delivery.event_name,
+                Delivery.event_id,
                 Delivery.status,
                 Delivery.created_at,
                 Delivery.completed_at,
@@ -134,6 +137,7 @@ async def recent_deliveries(
         DeliveryView(
             id=str(d.id),
             event=d.event_name,
+            event_id=str(d.event_id),
             status=d.status,
             attempts=attempts[d.id],
             created_at=d.created_at,

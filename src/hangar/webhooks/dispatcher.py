@@ -289,10 +289,16 @@ class Dispatcher:
             )
         else:
             body = envelope(delivery.event_name, started_at, delivery.data)
+            sent = headers(
+                delivery.event_name,
+                str(delivery.id),
+                secret,
+                body,
+                event_id=str(delivery.event_id),
+                sent_at=started_at,
+            )
             with ATTEMPTS_IN_PROGRESS.track_inprogress():
-                result = await self._sender.post(
-                    delivery.url, headers(delivery.event_name, str(delivery.id), secret, body), body
-                )
+                result = await self._sender.post(delivery.url, sent, body)
         ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
         await self._record(delivery, started_at, result, counts=not is_test)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 
 SECRET_PREFIX_LENGTH = 8
@@ -10,3 +11,10 @@ SECRET_PREFIX_LENGTH = 8
 
 def new_secret() -> str:
     return secrets.token_hex(32)  # 64 hexadecimal characters
+
+
+def whsec_form(secret: str) -> str:
+    """The secret as Standard Webhooks libraries take it: they base64-decode what follows
+    `whsec_` and key with those bytes, so this form keys them with exactly the secret's UTF-8
+    bytes, the key of both signatures (webhooks.signing)."""
+    return "whsec_" + base64.b64encode(secret.encode()).decode()

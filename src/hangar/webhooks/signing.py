@@ -1,14 +1,22 @@
-"""What goes on the wire: the envelope bytes and their signature."""
+"""What goes on the wire: the envelope bytes and their signatures.
+
+Two signatures over the same body, keyed with the same secret's UTF-8 bytes: the contract's
+`X-Service-Signature` (the body alone), and Standard Webhooks' `webhook-signature` (the
+delivery id and the attempt's unix second before the body), which the official verifiers in
+many languages check, rejecting a stale timestamp: replay protection the first cannot give.
+"""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import orjson
 
 USER_AGENT = "Service-Webhooks/1.0"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -32,11 +40,40 @@ def envelope(event: str, delivered_at: datetime, data: str) -> bytes:
     )
 
 
-def headers(event: str, delivery_id: str, secret: str, body: bytes) -> dict[str, str]:
+def unix_seconds(moment: datetime) -> int:
+    """Whole seconds since the epoch, rounded down as the verifiers do (exact integer
+    arithmetic: no float in between)."""
+    return (moment - _EPOCH) // timedelta(seconds=1)
+
+
+def standard_signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """Standard Webhooks' `v1,` and the base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret.encode(), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def headers(
+    event: str,
+    delivery_id: str,
+    secret: str,
+    body: bytes,
+    *,
+    event_id: str,
+    sent_at: datetime,
+) -> dict[str, str]:
+    """Every delivery's headers. `sent_at` is the instant the envelope's `delivered_at` says
+    (each attempt's own), so the signed timestamp and the body agree."""
+    timestamp = unix_seconds(sent_at)
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": event,
         "X-Service-Signature": signature(secret, body),
         "X-Service-Delivery": delivery_id,
+        # The id the events API lists it under: a consumer of both drops duplicates by it.
+        "X-Service-Event-Id": event_id,
+        "webhook-id": delivery_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": standard_signature(secret, delivery_id, timestamp, body),
     }

@@ -17,7 +17,7 @@ from hangar.kit.resolver import Resolver
 from hangar.kit.rows import insert_new, public
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret
+from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret, whsec_form
 from hangar.webhooks.url_parsing import UrlRejected
 from hangar.webhooks.url_policy import check_webhook_url
 
@@ -54,9 +54,11 @@ class SubscriptionView(TypedDict):
 
 
 class NewSubscriptionView(SubscriptionView):
-    """A subscription just made: the one answer that holds the secret."""
+    """A subscription just made: the one answer that holds the secret, as the contract gives
+    it and in the `whsec_` form Standard Webhooks libraries take."""
 
     secret: str
+    secret_whsec: str
 
 
 def _view(row: Any) -> SubscriptionView:
@@ -146,7 +148,11 @@ async def create_subscription(
         created_at=now,
         updated_at=now,
     )
-    return NewSubscriptionView(**await get_subscription(conn, org_id, sub_id), secret=secret)
+    return NewSubscriptionView(
+        **await get_subscription(conn, org_id, sub_id),
+        secret=secret,
+        secret_whsec=whsec_form(secret),
+    )
 
 
 async def edit_subscription(
