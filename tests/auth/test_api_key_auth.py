@@ -17,7 +17,7 @@ from tests.fixtures.fakes import FakeClock
 
 AIRCRAFT = "/api/v1/external/aircraft"
 FEED = "/api/v1/external/reservations.ics"
-# The seven operations and the one scope each needs.
+# The eight operations and the one scope each needs.
 OPERATIONS = [
     ("/api/v1/external/reservations", "read:reservations"),
     (FEED, "read:reservations"),
@@ -26,6 +26,7 @@ OPERATIONS = [
     ("/api/v1/external/members", "read:members"),
     ("/api/v1/external/maintenance-logs", "read:maintenance"),
     ("/api/v1/external/work-orders", "read:maintenance"),
+    ("/api/v1/external/events", "read:events"),
 ]
 HEADER_OPERATIONS = [op for op in OPERATIONS if op[0] != FEED]
 
@@ -243,6 +244,7 @@ _VALIDATING = {
     "/api/v1/external/reservations",
     "/api/v1/external/squawks",
     "/api/v1/external/work-orders",
+    "/api/v1/external/events",
 }
 
 

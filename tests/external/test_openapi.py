@@ -18,6 +18,7 @@ SCOPE = {
     f"{P}/members": "read:members",
     f"{P}/maintenance-logs": "read:maintenance",
     f"{P}/work-orders": "read:maintenance",
+    f"{P}/events": "read:events",
 }
 # The names generated clients give the operations: a rename breaks every client, so it must be
 # a deliberate change to this table.
@@ -29,6 +30,7 @@ OPERATION_IDS = {
     f"{P}/members": "list_members",
     f"{P}/maintenance-logs": "list_maintenance_logs",
     f"{P}/work-orders": "list_work_orders",
+    f"{P}/events": "list_events",
 }
 TAG = {
     f"{P}/reservations": "reservations",
@@ -38,9 +40,11 @@ TAG = {
     f"{P}/members": "members",
     f"{P}/maintenance-logs": "maintenance",
     f"{P}/work-orders": "maintenance",
+    f"{P}/events": "events",
 }
 ERROR_CODES = {
     "400": "INVALID_CURSOR",
+    "410": "CURSOR_EXPIRED",
     "401": "UNAUTHORIZED",
     "403": "INSUFFICIENT_SCOPE",
     "422": "VALIDATION_ERROR",
@@ -63,6 +67,7 @@ PARAMETERS = {
     f"{P}/members": set(),
     f"{P}/maintenance-logs": {"aircraft_id"},
     f"{P}/work-orders": {"status"},
+    f"{P}/events": {"limit", "after", "event", "created_after"},
 }
 
 
@@ -105,11 +110,11 @@ async def test_is_served_without_authentication(client: httpx.AsyncClient) -> No
 
 async def test_version_and_openapi_level(doc: dict[str, Any]) -> None:
     assert doc["openapi"] == "3.1.0"
-    assert doc["info"]["version"] == "1.3.0"
+    assert doc["info"]["version"] == "1.4.0"
     assert doc["info"]["title"]
 
 
-async def test_exactly_the_seven_get_operations(doc: dict[str, Any]) -> None:
+async def test_exactly_the_eight_get_operations(doc: dict[str, Any]) -> None:
     assert set(doc["paths"]) == set(SCOPE)
     for path, item in doc["paths"].items():
         assert set(item) - {"summary", "description", "parameters"} == {"get"}, path
@@ -203,8 +208,9 @@ async def test_error_statuses_are_declared(doc: dict[str, Any]) -> None:
     for path, item in doc["paths"].items():
         declared = set(item["get"]["responses"])
         assert {"401", "403", "422", "429", "503"} <= declared, path
-        # Only the paginated operation can refuse a cursor.
-        assert ("400" in declared) == path.endswith("/reservations"), path
+        # Only the paginated operations can refuse a cursor; only the events' can expire.
+        assert ("400" in declared) == path.endswith(("/reservations", "/events")), path
+        assert ("410" in declared) == path.endswith("/events"), path
 
 
 async def test_operation_ids_are_short_and_pinned(doc: dict[str, Any]) -> None:

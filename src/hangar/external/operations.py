@@ -49,6 +49,19 @@ CURSOR_ERROR: Responses = {
         "results with these filters",
     },
 }
+EVENTS_ERRORS: Responses = {
+    **CURSOR_ERROR,
+    422: {
+        "model": ValidationErrorBody,
+        "description": "`VALIDATION_ERROR`: a query parameter is invalid; `errors` lists each "
+        "problem. `UNKNOWN_EVENT` (same body): an `event` is not a name of the catalogue",
+    },
+    410: {
+        "model": ErrorBody,
+        "description": "`CURSOR_EXPIRED`: `after` points before the retention window, so "
+        "events it has not returned may be gone; start again without it",
+    },
+}
 LIMITS = (
     "Every call counts against the key's limits of 60 requests per calendar minute and 1000 "
     "per calendar hour; past either, the answer is 429 `RATE_LIMITED`."
@@ -90,7 +103,9 @@ def operation(
         "summary": summary,
         "description": f"{description}\n\nScope: `{scope}`. {LIMITS}",
         "response_description": ok,
-        "responses": {200: {"model": model}, **(errors or {}), **ERRORS},
+        # An operation's own answers first; of the common ones, those it does not redefine.
+        "responses": {200: {"model": model}, **(errors or {})}
+        | {status: answer for status, answer in ERRORS.items() if status not in (errors or {})},
         "openapi_extra": {"security": [{scheme: [scope]}], REQUIRED_SCOPE: scope},
         "response_class": Response,
     }

@@ -1,4 +1,4 @@
-"""The public, key-authenticated API: seven GET operations under /api/v1/external (their
+"""The public, key-authenticated API: eight GET operations under /api/v1/external (their
 route class: keyed.py; their documentation: operations.py)."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from orjson import Fragment
 from starlette.responses import Response
 
 from hangar.external import calendar, tags
 from hangar.external.keyed import KeyedRoute, caller
-from hangar.external.operations import CURSOR_ERROR, operation
+from hangar.external.operations import CURSOR_ERROR, EVENTS_ERRORS, operation
 from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
@@ -19,6 +20,7 @@ from hangar.foundation.ids import parse_id
 from hangar.http.responses import json_response
 from hangar.http.routing import services_of
 from hangar.kit import cursor
+from hangar.kit.errors import ApiError
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
@@ -28,6 +30,9 @@ from hangar.reservations import queries as reservation_queries
 from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
 from hangar.squawks.schemas import Squawk, SquawkStatus
+from hangar.webhooks import event_log
+from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
 
@@ -212,6 +217,83 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
     by = caller(request)
     rows = await maintenance_queries.work_orders(by.conn, by.key, status=status)
     return json_response(rows)
+
+
+@router.get(
+    "/events",
+    **operation(
+        "list_events",
+        tags.EVENTS,
+        "read:events",
+        EventPage,
+        summary="List events, oldest first",
+        description="What happened in the organization, as its webhook deliveries carry it: "
+        "each event once, oldest first, for as long as the delivery log keeps them (30 days "
+        "unless the operator set otherwise). For catching up after a receiver was down, or "
+        "instead of webhooks. It is paginated: pass the previous page's `next_cursor` as "
+        "`after`, with the same filters, for the events after it. `next_cursor` comes back "
+        "on every page, the last one too: a page with fewer than `limit` events means there "
+        "is nothing newer yet, so keep the cursor and ask again later (every 5 seconds or "
+        "slower fits the limits). Walked this way the pages return every event once, in "
+        "order, also those whose changes committed late. A cursor keeps while the oldest "
+        "event it has not returned is inside the window (less an hour); past that it is "
+        "410 `CURSOR_EXPIRED`. The Test action's `test.ping` is not an event here. `id` is "
+        "the `X-Service-Event-Id` header of the event's deliveries.",
+        ok="One page of events, oldest first, and the cursor to continue from",
+        errors=EVENTS_ERRORS,
+    ),
+)
+async def list_events(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size"), Digits] = 100,
+    after: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
+    event: Annotated[
+        list[str] | None,
+        Query(
+            description="Only events of these names (repeat the parameter for several); "
+            "an unknown name is 422 `UNKNOWN_EVENT`",
+            json_schema_extra={"items": {"type": "string", "enum": list(EVENT_NAMES)}},
+        ),
+    ] = None,
+    created_after: Annotated[
+        AwareDateTime | None, Query(description="Only events created at or after")
+    ] = None,
+) -> Response:
+    services, by = services_of(request), caller(request)
+    names = sorted(set(event or ()))
+    unknown = [name for name in names if name not in EVENT_NAMES]
+    if unknown:
+        message = f"{unknown[0]!r} is not an event name of the catalogue"
+        raise ApiError(
+            422,
+            "UNKNOWN_EVENT",
+            f"Unknown event: {message}",
+            [{"loc": ["query", "event"], "msg": message}],
+        )
+    filters = event_log.Filters(tuple(names), created_after)
+    keys = services.cursor_keys
+    start = event_log.read_cursor(keys, by.key, filters, after) if after else None
+    await event_log.place(services.engine, by.conn, by.key)
+    found = await event_log.page(
+        by.conn,
+        by.key,
+        filters,
+        start,
+        limit,
+        now=services.clock.now(),
+        retention_days=services.settings.delivery_retention_days,
+    )
+    items = [
+        {
+            "id": row["id"],
+            "event": row["event"],
+            "created_at": row["created_at"],
+            "data": Fragment(row["data"]),  # the bytes every delivery of it carries
+        }
+        for row in found.items
+    ]
+    next_cursor = event_log.write_cursor(keys, by.key, filters, found.next_cursor)
+    return json_response({"items": items, "next_cursor": next_cursor})
 
 
 _FEED = operation(

@@ -9,6 +9,7 @@ FLEET = "fleet"
 SQUAWKS = "squawks"
 MEMBERS = "members"
 MAINTENANCE = "maintenance"
+EVENTS = "events"
 
 # In the order the document lists them.
 TAGS: list[dict[str, str]] = [
@@ -21,4 +22,8 @@ TAGS: list[dict[str, str]] = [
     {"name": SQUAWKS, "description": "Reported discrepancies on aircraft"},
     {"name": MEMBERS, "description": "Memberships of the organization"},
     {"name": MAINTENANCE, "description": "Maintenance log entries and work orders"},
+    {
+        "name": EVENTS,
+        "description": "What happened, as webhooks deliver it: the log to catch up from",
+    },
 ]

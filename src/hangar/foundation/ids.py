@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,31 @@ def new_id(unix_ms: int | None = None) -> uuid.UUID:
     value |= ((rand >> 62) & 0xFFF) << 64  # rand_a, 12 bits
     value |= 0b10 << 62  # RFC 4122 variant
     value |= rand & ((1 << 62) - 1)  # rand_b, 62 bits
+    return uuid.UUID(int=value)
+
+
+_ascending = threading.Lock()
+_last_ms = _last_counter = 0
+
+
+def ascending_id() -> uuid.UUID:
+    """A version-7 UUID above every other this process made with it: ids made within one
+    millisecond still sort in the order they were made (RFC 9562 §6.2, method 1: a counter
+    in rand_a; past 4096 in a millisecond, the next millisecond is borrowed). Events take
+    theirs from here, so the events API lists those of one transaction in firing order."""
+    global _last_ms, _last_counter
+    with _ascending:
+        ms, counter = int(time.time() * 1000), 0
+        if ms <= _last_ms:
+            ms, counter = _last_ms, _last_counter + 1
+            if counter > 0xFFF:
+                ms, counter = ms + 1, 0
+        _last_ms, _last_counter = ms, counter
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76  # version
+    value |= counter << 64  # rand_a: the counter
+    value |= 0b10 << 62  # RFC 4122 variant
+    value |= int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)  # rand_b, 62 bits
     return uuid.UUID(int=value)
 
 

@@ -1,6 +1,7 @@
-"""Opaque, signed cursors for keyset pagination (the public /reservations today).
+"""Opaque, signed cursors for keyset pagination (the public /reservations and /events).
 
-A cursor carries the position of the last row of a page: its start time (or none) and id.
+A cursor carries where the last page ended: for reservations the last row's start time (or
+none) and id (`encode`, `decode`); other lists seal values of their own (`seal`, `unseal`).
 Its MAC also covers the organization and the filters it was made under, so a cursor from
 another organization, a forged or altered one, or one reused with other filters is refused.
 The current key signs; after a rotation the keys it replaced still verify the cursors they
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import orjson
 
@@ -69,12 +71,27 @@ def _mac(key: bytes, org_id: uuid.UUID, context: str, payload: bytes) -> bytes:
     return hmac.new(key, msg, hashlib.sha256).digest()[:_MAC_BYTES]
 
 
-def encode(keys: CursorKeys, org_id: uuid.UUID, context: str, position: Position) -> str:
-    micros = None
-    if position.start_time is not None:
-        micros = (position.start_time - _EPOCH) // timedelta(microseconds=1)
-    payload = orjson.dumps([micros, position.id.hex])
+def micros(moment: datetime) -> int:
+    """A time as a cursor holds it: whole microseconds since the epoch."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: object) -> datetime:
+    """The time `micros` made; a ValueError (an InvalidCursor to `unseal`'s callers) if not."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError("not a time")
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def seal(keys: CursorKeys, org_id: uuid.UUID, context: str, values: list[object]) -> str:
+    """`values` (JSON) as a cursor of this organization's results under `context`."""
+    payload = orjson.dumps(values)
     return _b64(payload) + "." + _b64(_mac(keys.current, org_id, context, payload))
+
+
+def encode(keys: CursorKeys, org_id: uuid.UUID, context: str, position: Position) -> str:
+    start = None if position.start_time is None else micros(position.start_time)
+    return seal(keys, org_id, context, [start, position.id.hex])
 
 
 class InvalidCursor(ApiError):
@@ -89,7 +106,9 @@ class InvalidCursor(ApiError):
         )
 
 
-def decode(keys: CursorKeys, org_id: uuid.UUID, context: str, cursor: str) -> Position:
+def unseal(keys: CursorKeys, org_id: uuid.UUID, context: str, cursor: str) -> list[Any]:
+    """The values `seal` put in `cursor`, if this organization's results under `context`
+    gave it; InvalidCursor otherwise."""
     if len(cursor) > _MAX_CURSOR_LENGTH or cursor.count(".") != 1:
         raise InvalidCursor
     body, mac = cursor.split(".")
@@ -106,10 +125,21 @@ def decode(keys: CursorKeys, org_id: uuid.UUID, context: str, cursor: str) -> Po
         for key in (keys.current, *keys.previous)
     ):
         raise InvalidCursor
+    try:
+        values = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raise InvalidCursor from None
+    if not isinstance(values, list):
+        raise InvalidCursor
+    return values
+
+
+def decode(keys: CursorKeys, org_id: uuid.UUID, context: str, cursor: str) -> Position:
+    values = unseal(keys, org_id, context, cursor)
     # Signed by us, so well formed; still, never let a surprise become a 500.
     try:
-        micros, id_hex = orjson.loads(payload)
-        start = None if micros is None else _EPOCH + timedelta(microseconds=int(micros))
+        start_micros, id_hex = values
+        start = None if start_micros is None else from_micros(start_micros)
         return Position(start_time=start, id=uuid.UUID(hex=id_hex))
     except (ValueError, TypeError, OverflowError):
         raise InvalidCursor from None

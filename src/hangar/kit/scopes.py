@@ -14,6 +14,7 @@ SCOPES: dict[str, str] = {
     "read:members.full": "Adds email, first name, last name and phone to member records "
     "(needs read:members too)",
     "read:maintenance": "Maintenance log entries and work orders",
+    "read:events": "The events of the last days (what webhooks deliver), to catch up on",
 }
 
 # A key may hold read:members.full without read:members (the spec allows it), and then every

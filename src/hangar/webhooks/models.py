@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
@@ -42,6 +42,30 @@ class Event(Base):
     # The `data` object serialized once, so every delivery sends the same bytes.
     data: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(index=True)  # retention prunes the oldest
+    # Its place in the organization's event log (the events API's order): given after the
+    # event's transaction has committed, so in commit order (webhooks/event_log.py says
+    # why); NULL until then.
+    position: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("ix_events_org_position", "org_id", "position", unique=True),
+        # What is still to be placed: small, as placing follows soon after the commit.
+        Index(
+            "ix_events_unplaced",
+            "org_id",
+            postgresql_where=text("position IS NULL"),
+            sqlite_where=text("position IS NULL"),
+        ),
+    )
+
+
+class EventLogEnd(Base):
+    """The last position given in an organization's event log. Its row is locked while the
+    log's newly committed events are placed, so two placers never interleave."""
+
+    __tablename__ = "event_log_ends"
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), primary_key=True)
+    last_position: Mapped[int] = mapped_column(BigInteger)
 
 
 class Delivery(Base):

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.foundation.ids import new_id
+from hangar.foundation.ids import ascending_id, new_id
 from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
 from hangar.webhooks.catalogue import ALL_EVENTS
@@ -41,7 +41,7 @@ async def record(
 ) -> list[uuid.UUID]:
     """Records events `names` (fired in this order) sharing one `data`; returns their ids."""
     body = serialize(data)
-    ids = [new_id() for _ in names]
+    ids = [ascending_id() for _ in names]  # so the events API lists them in this order
     events = [
         {"id": event_id, "org_id": org_id, "name": name, "data": body, "created_at": now}
         for event_id, name in zip(ids, names, strict=True)
