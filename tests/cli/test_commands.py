@@ -275,6 +275,19 @@ async def test_key_create_prints_the_key_once_and_stores_only_its_hash(cli: Cli)
         assert refused.json()["code"] == "INSUFFICIENT_SCOPE"
 
 
+async def test_key_create_takes_read_events(cli: Cli) -> None:
+    out = (
+        await cli.run(
+            "key", "create", "--org", cli.org_id, "--name", "catch-up", "--scope", "read:events"
+        )
+    ).json()
+    assert out["scopes"] == ["read:events"]
+    async with api(cli) as client:
+        body = await get(client, out["key"], "events")
+    assert body["items"] == []
+    assert isinstance(body["next_cursor"], str)
+
+
 async def test_errors_are_one_line_on_stderr_and_nothing_on_stdout(cli: Cli) -> None:
     nowhere = str(uuid.uuid4())
     user = ["user", "create", "--email", "x@example.org", "--password", PASSWORD]

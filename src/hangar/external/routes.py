@@ -273,8 +273,8 @@ async def list_events(
     filters = event_log.Filters(tuple(names), created_after)
     keys = services.cursor_keys
     start = event_log.read_cursor(keys, by.key, filters, after) if after else None
-    await event_log.place(services.engine, by.conn, by.key)
     found = await event_log.page(
+        services.engine,
         by.conn,
         by.key,
         filters,

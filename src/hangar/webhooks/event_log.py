@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypedDict
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Select, bindparam, func, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.expression import Executable
@@ -52,17 +52,6 @@ HORIZON_MARGIN = timedelta(hours=1)
 
 
 # --- placing -------------------------------------------------------------------------------
-
-
-@functools.cache
-def _unplaced() -> Read[dict[str, object]]:
-    """Whether any event of the organization waits for its place (the partial index)."""
-    stmt = (
-        select(Event.id)
-        .where(Event.org_id == bound(ORG_PARAM, Event.org_id), Event.position.is_(None))
-        .limit(1)
-    )
-    return Read(stmt)
 
 
 def _take_end(dialect: str, org_id: uuid.UUID) -> Executable:
@@ -110,15 +99,13 @@ async def _place_batch(conn: AsyncConnection, org_id: uuid.UUID) -> int:
     return placed
 
 
-async def place(engine: AsyncEngine, conn: ReadConnection, of: OfOrg) -> int:
+async def place(engine: AsyncEngine, org_id: uuid.UUID) -> int:
     """Places the organization's committed events that have no position yet; returns how
-    many. A read on `conn` first, so a log with nothing to place costs no write."""
-    if not await _unplaced().rows(conn, {ORG_PARAM: of.org_id}):
-        return 0
+    many."""
     total = 0
     while True:
         async with engine.begin() as write:
-            placed = await _place_batch(write, of.org_id)
+            placed = await _place_batch(write, org_id)
         total += placed
         if placed < PLACE_BATCH:
             return total
@@ -132,25 +119,35 @@ class EventRow(TypedDict):
     event: str
     created_at: datetime
     data: str  # the `data` object as serialized once, for every delivery
-    position: int
+    position: int | None  # None: the probe's row, an event still to be placed
+
+
+def _columns() -> Select[uuid.UUID, str, datetime, str, int | None]:
+    return select(
+        Event.id, Event.name.label("event"), Event.created_at, Event.data, Event.position
+    ).where(Event.org_id == bound(ORG_PARAM, Event.org_id))
 
 
 @functools.cache
 def _page(names: int, created_after: bool) -> Read[EventRow]:
-    """A page after a position, for one shape of filters: `names` event names (0: all)."""
-    stmt: Select[uuid.UUID, str, datetime, str, int | None] = select(
-        Event.id, Event.name.label("event"), Event.created_at, Event.data, Event.position
-    ).where(
-        Event.org_id == bound(ORG_PARAM, Event.org_id),
+    """A page after a position, for one shape of filters (`names` event names; 0: all),
+    and in the same statement a probe for one event still to be placed (the partial index):
+    a poll that finds nothing new is one statement."""
+    found = _columns().where(
         Event.position > bound("after", Event.position),
         Event.created_at >= bound("window_start", Event.created_at),
         Event.name != TEST_PING,  # the Test action's, not something that happened
     )
     if names:
-        stmt = stmt.where(Event.name.in_([bound(f"wanted_{i}", Event.name) for i in range(names)]))
+        found = found.where(
+            Event.name.in_([bound(f"wanted_{i}", Event.name) for i in range(names)])
+        )
     if created_after:
-        stmt = stmt.where(Event.created_at >= bound("created_after", Event.created_at))
-    return Read(stmt.order_by(Event.position).limit(bindparam("limit")), EventRow)
+        found = found.where(Event.created_at >= bound("created_after", Event.created_at))
+    page = found.order_by(Event.position).limit(bindparam("limit")).subquery()
+    probe = _columns().where(Event.position.is_(None)).limit(1).subquery()
+    both = union_all(select(page), select(probe)).subquery()
+    return Read(select(both), EventRow)
 
 
 @dataclass(frozen=True)
@@ -207,6 +204,7 @@ class Page:
 
 
 async def page(
+    engine: AsyncEngine,
     conn: ReadConnection,
     of: OfOrg,
     filters: Filters,
@@ -216,7 +214,8 @@ async def page(
     now: datetime,
     retention_days: int,
 ) -> Page:
-    """The events after `after` (from the window's start without it), oldest first."""
+    """The events after `after` (from the window's start without it), oldest first; events
+    committed since the last reader are placed first (on `engine`: a write of its own)."""
     window_start = now - timedelta(days=retention_days)
     if after is not None and after.horizon < window_start + HORIZON_MARGIN:
         raise CursorExpired(retention_days)
@@ -229,8 +228,20 @@ async def page(
     }
     if filters.created_after is not None:
         params["created_after"] = filters.created_after
-    rows = await _page(len(filters.names), filters.created_after is not None).rows(conn, params)
-    items, following = rows[:limit], rows[limit:]
-    position = items[-1]["position"] if items else (0 if after is None else after.position)
+    read = _page(len(filters.names), filters.created_after is not None)
+    rows = await read.rows(conn, params)
+    if any(row["position"] is None for row in rows):
+        await place(engine, of.org_id)
+        rows = await read.rows(conn, params)
+    # The page's rows in order (a union keeps no order of its own), without the probe's.
+    listed = sorted((row for row in rows if row["position"] is not None), key=_position)
+    items, following = listed[:limit], listed[limit:]
+    position = _position(items[-1]) if items else (0 if after is None else after.position)
     horizon = following[0]["created_at"] if following else now
     return Page(items, Cursor(position, horizon))
+
+
+def _position(row: EventRow) -> int:
+    position = row["position"]
+    assert position is not None  # the probe's rows are left out before
+    return position
