@@ -1,17 +1,20 @@
 """Fixtures of the Python client's tests: the client with an organization's key, over the
-test's app and clock (tests/fixtures/python_client.py)."""
+test's app and clock (tests/fixtures/python_client.py), and a plain-http receiver on
+loopback for `hangar-client listen` (which forwards to the developer's own machine)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
+from aiohttp import web
 
 from hangar.kit.container import Services
 from hangar_client import AsyncClient
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.python_client import Counting, Harness, asgi
+from tests.fixtures.receivers import Receiver
 
 
 @pytest.fixture
@@ -24,3 +27,20 @@ async def api(harness: Harness, org: Org, other: Org) -> AsyncIterator[AsyncClie
     """The client with `org`'s key (every scope); `other` exists and must never show up."""
     async with harness.client(org.key) as client:
         yield client
+
+
+@pytest.fixture
+async def loopback() -> AsyncIterator[Receiver]:
+    """A receiver at http://127.0.0.1:{port}, recording what it is sent."""
+    state = Receiver(port=0)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", state.handle)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    state.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield state
+    finally:
+        await runner.cleanup()

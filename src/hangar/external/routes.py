@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from orjson import Fragment
+from pydantic import WithJsonSchema
 from starlette.responses import Response
 
 from hangar.external import calendar, tags
@@ -35,6 +36,10 @@ from hangar.webhooks.catalogue import EVENT_NAMES
 from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
+
+# A name of the catalogue, as the document shows it; checked by the operation itself, so an
+# unknown one is 422 UNKNOWN_EVENT rather than a validation error.
+CatalogueName = Annotated[str, WithJsonSchema({"type": "string", "enum": list(EVENT_NAMES)})]
 
 
 def _canonical(moment: datetime | None) -> str:
@@ -248,11 +253,10 @@ async def list_events(
     limit: Annotated[int, Query(ge=1, le=500, description="Page size"), Digits] = 100,
     after: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
     event: Annotated[
-        list[str] | None,
+        list[CatalogueName] | None,
         Query(
             description="Only events of these names (repeat the parameter for several); "
-            "an unknown name is 422 `UNKNOWN_EVENT`",
-            json_schema_extra={"items": {"type": "string", "enum": list(EVENT_NAMES)}},
+            "an unknown name is 422 `UNKNOWN_EVENT`"
         ),
     ] = None,
     created_after: Annotated[

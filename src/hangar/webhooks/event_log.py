@@ -5,7 +5,8 @@ and time when its transaction records it, but transactions commit in another ord
 that recorded event A, then took a while, commits after one that recorded B later. A reader
 who paged by id would read B, keep B's id as its cursor, and never see A once it committed.
 So an event takes its place in the log only after it committed. Whoever reads the log next
-(`place`, the events API before its page) locks the organization's end row, reads the
+and finds one unplaced (`page` probes for that in the page's own statement; `place`) locks
+the organization's end row, reads the
 events committed and still unplaced, and gives them the positions after the end, in the
 order of their ids (`ascending_id`: those of one transaction in the order they were fired).
 An event that commits later is placed later, after every position already given: a reader

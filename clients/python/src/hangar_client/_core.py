@@ -6,7 +6,7 @@ the retry and decoding logic exists once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
@@ -18,6 +18,8 @@ from hangar_client.errors import error_for
 from hangar_client.policy import RetryPolicy, RetryState
 
 T = TypeVar("T")
+# A repeatable parameter (the events API's `event`) is a sequence: httpx repeats the name.
+Params = Mapping[str, str | Sequence[str]]
 USER_AGENT = f"hangar-client-python/{VERSION}"
 
 
@@ -27,14 +29,14 @@ class Call(Generic[T]):
 
     path: str
     decode: Callable[[httpx.Response], T]
-    params: Mapping[str, str] = field(default_factory=dict)
+    params: Params = field(default_factory=dict)
     key_in_query: bool = False  # the calendar feed: calendar clients cannot send headers
 
 
 @dataclass(frozen=True)
 class Send:
     path: str
-    params: Mapping[str, str]
+    params: Params
     headers: Mapping[str, str]
 
 

@@ -1,9 +1,9 @@
-"""The API's seven operations as `Call`s: paths, query parameters and decoders, once for
+"""The API's operations as `Call`s: paths, query parameters and decoders, once for
 both clients."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar, Unpack
 
@@ -13,8 +13,10 @@ from hangar_client import _wire
 from hangar_client._core import Call
 from hangar_client._decode import decode
 from hangar_client.calendar import FEED_PATH
+from hangar_client.events import EventName
 from hangar_client.models import (
     Aircraft,
+    EventPage,
     MaintenanceLog,
     Member,
     ReservationFilters,
@@ -94,6 +96,22 @@ def maintenance_logs(*, aircraft_id: str | None) -> Call[list[MaintenanceLog]]:
 
 def work_orders(*, status: WorkOrderStatus | None) -> Call[list[WorkOrder]]:
     return Call(f"{API}/work-orders", _list(WorkOrder), _query(status=status))
+
+
+def events_page(
+    *,
+    limit: int,
+    after: str | None,
+    event: EventName | Sequence[EventName] | None,
+    created_after: datetime | None,
+) -> Call[EventPage]:
+    params: dict[str, str | Sequence[str]] = {
+        **_query(limit=limit, after=after, created_after=created_after)
+    }
+    names = [event] if isinstance(event, str) else list(event or ())
+    if names:
+        params["event"] = names  # repeated: ?event=a&event=b
+    return Call(f"{API}/events", lambda r: EventPage.from_json(r.json()), params)
 
 
 def calendar() -> Call[str]:

@@ -14,6 +14,7 @@ import httpx
 
 from hangar_client import _operations as ops
 from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
+from hangar_client.events_api import AsyncEvents
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
@@ -35,7 +36,8 @@ class AsyncClient:
     """hangar's public API with one organization's key.
 
     `now`, `sleep` and `random` are injectable so that tests (yours and ours) never really
-    wait; `transport` is httpx's, for tests or proxies.
+    wait; `transport` is httpx's, for tests or proxies. `events` is the events API
+    (`events.list`, `events.iter`).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class AsyncClient:
             transport=transport,
             headers={"User-Agent": USER_AGENT},
         )
+        self.events = AsyncEvents(self._call)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -13,6 +13,7 @@ import httpx
 
 from hangar_client import _operations as ops
 from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
+from hangar_client.events_api import Events
 from hangar_client.models import (
     Aircraft,
     MaintenanceLog,
@@ -34,7 +35,8 @@ class Client:
     """hangar's public API with one organization's key.
 
     `now`, `sleep` and `random` are injectable so that tests (yours and ours) never really
-    wait; `transport` is httpx's, for tests or proxies.
+    wait; `transport` is httpx's, for tests or proxies. `events` is the events API
+    (`events.list`, `events.iter`).
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class Client:
             transport=transport,
             headers={"User-Agent": USER_AGENT},
         )
+        self.events = Events(self._call)
 
     def __enter__(self) -> Client:
         return self

@@ -32,6 +32,16 @@ class ValidationFailed(HangarError):
     """422: invalid query parameters; `body["errors"]` lists them."""
 
 
+class UnknownEvent(ValidationFailed):
+    """422 UNKNOWN_EVENT: an `event` filter that is not one of the catalogue's names (the
+    detail names it). A ValidationFailed too, so one `except` catches every 422."""
+
+
+class CursorExpired(HangarError):
+    """410 CURSOR_EXPIRED: the events cursor points before the retention window (those events
+    are gone). Start again without `after`, e.g. with `created_after`."""
+
+
 class RateLimited(HangarError):
     """429 RATE_LIMITED, once waiting for the next bucket is over the configured bounds."""
 
@@ -45,6 +55,8 @@ _BY_CODE: dict[str, type[HangarError]] = {
     "INSUFFICIENT_SCOPE": InsufficientScope,
     "INVALID_CURSOR": InvalidCursor,
     "VALIDATION_ERROR": ValidationFailed,
+    "UNKNOWN_EVENT": UnknownEvent,
+    "CURSOR_EXPIRED": CursorExpired,
     "RATE_LIMITED": RateLimited,
     "SERVICE_UNAVAILABLE": ServiceUnavailable,
 }

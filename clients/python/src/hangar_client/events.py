@@ -1,7 +1,8 @@
 """Webhook deliveries: the envelope, the `data` of each of the 13 events (and test.ping),
-and `parse_event`. Field lists are the spec's Event catalogue; events that open with the
-same fields take them from one private base, as the server's catalogue does (a subclass's
-fields follow its base's, so the spec's order holds).
+`parse_event`, and `parse_data`, which the events API's items share. Field lists are the
+spec's Event catalogue; events that open with the same fields take them from one private
+base, as the server's catalogue does (a subclass's fields follow its base's, so the spec's
+order holds).
 
 Verify the signature (`verify_signature`) on the raw bytes before parsing them.
 """
@@ -15,6 +16,24 @@ from typing import Any, Literal
 
 from hangar_client import _wire
 from hangar_client._decode import decode
+
+# The catalogue's names (test.ping is no event of the catalogue). A `str` at run time: a name
+# added later arrives as it is.
+EventName = Literal[
+    "squawk.created",
+    "squawk.resolved",
+    "squawk.escalated",
+    "reservation.created",
+    "reservation.confirmed",
+    "reservation.cancelled",
+    "reservation.checked_in",
+    "reservation.completed",
+    "flight_session.completed",
+    "aircraft.grounded",
+    "aircraft.reactivated",
+    "mel.created",
+    "mel.expired",
+]
 
 
 @dataclass(frozen=True)
@@ -196,7 +215,13 @@ def parse_event(raw_body: bytes | str) -> WebhookEvent:
         raise _wire.InvalidPayload(f"not JSON: {exc}") from None
     name = _wire.string(_wire.field(body, "event"))
     delivered_at = _wire.timestamp(_wire.field(body, "delivered_at"))
-    data = _wire.obj(_wire.field(body, "data"))
+    return WebhookEvent(name, delivered_at, parse_data(name, _wire.field(body, "data")))
+
+
+def parse_data(name: str, data: Any) -> EventData:
+    """The typed `data` of event `name`, as a delivery or the events API carries it:
+    `UnknownData` for a name this version does not know, `InvalidPayload` for a known one
+    whose payload is malformed."""
+    raw = _wire.obj(data)
     kind = EVENT_TYPES.get(name)
-    parsed: EventData = decode(kind, data) if kind else UnknownData(dict(data))
-    return WebhookEvent(name, delivered_at, parsed)
+    return decode(kind, raw) if kind else UnknownData(dict(raw))

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypedDict
 
 from hangar_client import _wire
 from hangar_client._decode import OFF_WIRE, decode
+from hangar_client.events import EventData, EventName, parse_data
 
 ActivityType = Literal["dual_training", "solo", "ground", "checkride", "flight_review", "checkout"]
 ReservationStatus = Literal["confirmed", "standby", "completed", "cancelled", "no_show", "expired"]
@@ -68,15 +69,62 @@ class ReservationPage:
     @classmethod
     def from_json(cls, body: Any) -> ReservationPage:
         head = decode(_PageHead, body)
-        items = _wire.field(_wire.obj(body), "items")
-        if not isinstance(items, list):
-            raise _wire.InvalidPayload("items is not a list")
-        return cls(tuple(decode(Reservation, item) for item in items), head.next_cursor)
+        return cls(tuple(decode(Reservation, item) for item in _items(body)), head.next_cursor)
 
 
 @dataclass(frozen=True)
 class _PageHead:
     next_cursor: str | None
+
+
+def _items(page: Any) -> list[Any]:
+    items = _wire.field(_wire.obj(page), "items")
+    if not isinstance(items, list):
+        raise _wire.InvalidPayload("items is not a list")
+    return items
+
+
+@dataclass(frozen=True)
+class Event:
+    """One item of the events API (`client.events`): something that happened in the
+    organization, oldest first. `data` is typed as the webhook deliveries' is (the classes of
+    `hangar_client.events`; `UnknownData` for an event this version does not know);
+    `raw_data` is the same object as sent, byte for byte the `data` of the deliveries once
+    serialised compactly (what `hangar-client listen` forwards)."""
+
+    id: str  # the deliveries of this event carry it as X-Service-Event-Id
+    event: EventName
+    created_at: datetime
+    data: EventData
+    raw_data: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, body: Any) -> Event:
+        head = decode(_EventHead, body)
+        raw = _wire.obj(_wire.field(body, "data"))
+        return cls(head.id, head.event, head.created_at, parse_data(head.event, raw), dict(raw))
+
+
+@dataclass(frozen=True)
+class _EventHead:
+    id: str
+    event: EventName
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """One page of the events API. `next_cursor` is a string on every page, the last one
+    too: pass it back as `after` (with the same `event` and `created_after`) to get only what
+    came after. Fewer items than the `limit` asked for means caught up for now."""
+
+    items: tuple[Event, ...]
+    next_cursor: str
+
+    @classmethod
+    def from_json(cls, body: Any) -> EventPage:
+        cursor = _wire.string(_wire.field(_wire.obj(body), "next_cursor"))
+        return cls(tuple(Event.from_json(item) for item in _items(body)), cursor)
 
 
 @dataclass(frozen=True)
