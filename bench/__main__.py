@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from bench import hostile, load
-from bench.setup import Dataset, Sizes, cursor_at_depth, prepare
+from bench.setup import Dataset, Sizes, cursor_at_depth, ensure_events, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 API = "/api/v1/external"
@@ -311,6 +311,37 @@ def read_path(run: Runner, data: Dataset, label: str, logdir: Path, *, full: boo
             )
         except Exception as exc:
             run.add(Row.failed("G9", f"server RSS walk, {label}", "<= 250 MB", exc))
+
+
+def event_rows(run: Runner, data: Dataset, label: str, logdir: Path) -> None:
+    """G15: a page of the events API against a page of reservations, and a poll that finds
+    nothing new against a full page (what a poller costs while nothing happens)."""
+    ensure_events(data, log)
+    auth = {"Authorization": f"Bearer {data.key}"}
+    events = f"{API}/events?limit=500"
+    with server("full", data.env, logdir) as hangar:
+        end = ""
+        while True:  # to the end of the log (placing what the top-up wrote, once)
+            body = httpx.get(hangar + events + end, headers=auth, timeout=60).json()
+            end = f"&after={body['next_cursor']}"
+            if len(body["items"]) < 500:
+                break
+        run.pair(
+            "G15",
+            f"GET /events?limit=500 vs GET /reservations?limit=500, {label}",
+            load.Target(hangar + events, auth),
+            load.Target(hangar + f"{API}/reservations?limit=500", auth),
+            ratio_goal=0.80,
+        )
+        run.pair(
+            "G15",
+            f"a page of 500 events vs a poll that finds nothing new, {label}: the poll's "
+            "cost as a share of the page's",
+            load.Target(hangar + events, auth),
+            load.Target(hangar + events + end, auth),
+            ratio_goal=0.0,
+            ratio_at_most=0.20,
+        )
 
 
 def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
@@ -793,7 +824,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=None)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument(
-        "--only", default="", help="comma-separated: read,sqlite,webhooks,history,hostile"
+        "--only",
+        default="",
+        help="comma-separated: read,sqlite,webhooks,history,hostile,events",
     )
     parser.add_argument("--reseed", action="store_true", help="SQLite only: seed afresh")
     parser.add_argument("--write", default=None, help="also write the table to this file")
@@ -828,7 +861,12 @@ def main(argv: list[str] | None = None) -> int:
             data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)
             hostile_rows(run, data, "SQLite", logdir, quick=True)
 
+        def quick_events() -> None:
+            data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)
+            event_rows(run, data, "SQLite", logdir)
+
         sections += [("read", quick_read), ("webhooks", quick_hooks), ("hostile", quick_hostile)]
+        sections += [("events", quick_events)]
     else:
 
         def pg_read() -> None:
@@ -840,6 +878,13 @@ def main(argv: list[str] | None = None) -> int:
             url = f"sqlite:///{sqlite_dir / 'bench-100k.db'}"
             data = prepare(url, Sizes(reservations=100_000), args.redis_url, log)
             read_path(run, data, "SQLite", logdir, full=False)
+
+        def all_events() -> None:
+            data = prepare(args.pg_url, Sizes(reservations=1_000_000), args.redis_url, log)
+            event_rows(run, data, "PostgreSQL", logdir)
+            url = f"sqlite:///{sqlite_dir / 'bench-100k.db'}"
+            data = prepare(url, Sizes(reservations=100_000), args.redis_url, log)
+            event_rows(run, data, "SQLite", logdir)
 
         def all_hooks() -> None:
             hooks(run, args.pg_url, "PostgreSQL", quick=False, g6=True)
@@ -856,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
             hostile_rows(run, data, "SQLite", logdir, quick=False)
 
         sections += [("read", pg_read), ("sqlite", sqlite_read), ("webhooks", all_hooks)]
-        sections += [("history", pg_history), ("hostile", all_hostile)]
+        sections += [("history", pg_history), ("hostile", all_hostile), ("events", all_events)]
 
     for name, section in sections:
         if only and name not in only:

@@ -15,19 +15,23 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
+from hangar.foundation.ids import ascending_id
 from hangar.foundation.sqlite_files import sqlite_path
 from hangar.kit import cursor
 from hangar.kit.scopes import SCOPES
 from hangar.orgs.models import Organization
 from hangar.reservations.models import Reservation
+from hangar.webhooks.catalogue import reservation_created
+from hangar.webhooks.models import Event
+from hangar.webhooks.outbox import serialize
 
 ORG_NAME = "Bench Aero"
 SECRET = "bench-secret-key-" + "x" * 32
@@ -246,3 +250,66 @@ def cursor_at_depth(data: Dataset, depth: int) -> tuple[str, datetime]:
     at = asyncio.run(position())
     assert at.start_time is not None
     return cursor.encode(keys, data.org_id, "||||", at), at.start_time
+
+
+EVENTS = 2_000  # G15's log: four full pages
+RESERVATION_EVENT_COLUMNS = [
+    getattr(Reservation, name)
+    for name in (
+        "id",
+        "aircraft_id",
+        "pilot_id",
+        "instructor_id",
+        "start_time",
+        "end_time",
+        "activity_type",
+        "status",
+        "is_backup",
+    )
+]
+
+
+def ensure_events(data: Dataset, log: Any) -> None:
+    """`EVENTS` reservation.created events of the last day in the organization's log, written
+    as the outbox writes them (ascending ids, the data serialized once) but without
+    deliveries: G15 reads the log, it does not deliver. Kept for later runs; topped up when
+    the retention window has taken some."""
+
+    async def top_up() -> None:
+        engine = make_engine(data.database_url, pool_size=1)
+        now = datetime.now(UTC)
+        try:
+            async with engine.begin() as conn:
+                have = await conn.scalar(
+                    select(func.count())
+                    .select_from(Event)
+                    .where(Event.org_id == data.org_id, Event.created_at >= now - timedelta(days=1))
+                )
+                missing = EVENTS - (have or 0)
+                if missing <= 0:
+                    return
+                log(f"G15: recording {missing:,} events")
+                rows = (
+                    await conn.execute(
+                        select(*RESERVATION_EVENT_COLUMNS)
+                        .where(Reservation.org_id == data.org_id)
+                        .limit(missing)
+                    )
+                ).all()
+                await conn.execute(
+                    insert(Event),
+                    [
+                        {
+                            "id": ascending_id(),
+                            "org_id": data.org_id,
+                            "name": "reservation.created",
+                            "data": serialize(reservation_created(row._mapping)),
+                            "created_at": now,
+                        }
+                        for row in rows
+                    ],
+                )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(top_up())
