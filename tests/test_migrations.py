@@ -457,3 +457,72 @@ async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
             assert "response_body" in columns
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
             assert "webhook_redeliveries" not in tables
+
+
+async def test_0012_places_the_events_recorded_before_it_per_organization_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0012 (the events API's log): each organization's existing events take positions 1, 2,
+    ... in the order they were made, its end is set after them, and the way back drops what
+    0012 added."""
+    url = blank_database_url
+    first, second = new_id(), new_id()
+    events = sa.table(
+        "events",
+        *(sa.column(c, sa.Uuid()) for c in ("id", "org_id")),
+        sa.column("name", sa.String()),
+        sa.column("data", sa.String()),
+        sa.column("created_at", UTCDateTime()),
+    )
+    later = T.replace(hour=9)
+    made = [  # (org, created_at): inserted out of order, with ids out of time order
+        (first, later),
+        (second, T),
+        (first, T),
+        (first, T.replace(hour=5)),
+    ]
+    ids = [new_id() for _ in made]
+    async with at_revision(url, "0011") as engine:
+        async with engine.begin() as conn:
+            for org in (first, second):
+                await conn.execute(sa.insert(ORGS).values(id=org, name=str(org), created_at=T))
+            for event_id, (org, at) in zip(reversed(ids), made, strict=True):
+                await conn.execute(
+                    sa.insert(events).values(
+                        id=event_id, org_id=org, name="squawk.created", data="{}", created_at=at
+                    )
+                )
+        await upgrade_async(url)
+        async with engine.connect() as conn:
+            placed = (
+                await conn.execute(
+                    sa.select(events.c.id, events.c.org_id, sa.column("position", sa.BigInteger))
+                    .select_from(events)
+                    .order_by(sa.column("position"))
+                )
+            ).all()
+            ends = {
+                row[0]: row[1]
+                for row in await conn.execute(
+                    sa.select(
+                        sa.column("org_id", sa.Uuid()), sa.column("last_position")
+                    ).select_from(sa.table("event_log_ends"))
+                )
+            }
+        by_made = {event_id: made[n] for n, event_id in enumerate(reversed(ids))}
+        expected = sorted((e for e in ids if by_made[e][0] == first), key=lambda e: by_made[e][1])
+        assert [(r.id, r.position) for r in placed if r.org_id == first] == list(
+            zip(expected, [1, 2, 3], strict=True)
+        )
+        assert [r.position for r in placed if r.org_id == second] == [1]
+        assert ends == {first: 3, second: 1}
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0011")
+
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(
+                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns("events")}
+            )
+            assert "position" not in columns
+            tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
+            assert "event_log_ends" not in tables
