@@ -504,7 +504,7 @@ async def test_0012_places_the_events_recorded_before_it_per_organization_and_go
             ending = sa.select(
                 sa.column("org_id", sa.Uuid()), sa.column("last_position", sa.BigInteger)
             ).select_from(sa.table("event_log_ends"))
-            ends = {org_id: last for org_id, last in (await conn.execute(ending)).all()}
+            ends = {row.org_id: row.last_position for row in (await conn.execute(ending)).all()}
         by_made = {event_id: made[n] for n, event_id in enumerate(reversed(ids))}
         expected = sorted((e for e in ids if by_made[e][0] == first), key=lambda e: by_made[e][1])
         assert [(r.id, r.position) for r in placed if r.org_id == first] == list(
