@@ -342,6 +342,14 @@ def event_rows(run: Runner, data: Dataset, label: str, logdir: Path) -> None:
             ratio_goal=0.0,
             ratio_at_most=0.20,
         )
+        # Where a poll's floor lies: the cheapest keyed read there is, 60 aircraft.
+        run.pair(
+            "G15",
+            f"contrast: a poll that finds nothing new vs GET /aircraft (60), {label}",
+            load.Target(hangar + events + end, auth),
+            load.Target(hangar + f"{API}/aircraft", auth),
+            ratio_goal=0.0,
+        )
 
 
 def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
