@@ -81,6 +81,7 @@ GET_ROUTES = (
     "/api/v1/external/members",
     "/api/v1/external/maintenance-logs",
     "/api/v1/external/work-orders",
+    "/api/v1/external/events",
     "/api/session",
     "/api/invitations/{token}",
     "/api/orgs/{org_id}/api-keys",

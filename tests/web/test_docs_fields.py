@@ -82,6 +82,8 @@ async def test_every_field_of_every_public_schema_is_listed_with_type_and_null_r
         "Member",
         "MaintenanceLog",
         "WorkOrder",
+        "EventPage",
+        "LoggedEvent",
     }
     listed = 0
     for name in public:
@@ -121,6 +123,21 @@ async def test_fields_sit_under_their_operation_with_its_scope(client: httpx.Asy
     # Each operation lists its own body only.
     assert all(field.startswith("Aircraft.") for field in aircraft)
     assert _rows(_section(page, "get_reservations_calendar")) == {}
+    events = _rows(_section(page, "list_events"))
+    assert set(events) == {
+        "EventPage.items",
+        "EventPage.next_cursor",
+        "LoggedEvent.id",
+        "LoggedEvent.event",
+        "LoggedEvent.created_at",
+        "LoggedEvent.data",
+    }
+    assert events["EventPage.items"]["Type"] == "array of LoggedEvent"
+    # Unlike the reservations' cursor, this one is on every page, the last one too.
+    assert events["EventPage.next_cursor"]["Null rule"] == "never null; always present"
+    assert events["LoggedEvent.data"]["Type"] == "object"
+    assert "X-Service-Event-Id" in events["LoggedEvent.id"]["Notes"]
+    assert all(row["Scope"] == "read:events" for row in events.values())
 
 
 async def test_contact_fields_name_read_members_full(client: httpx.AsyncClient) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from tests.fixtures.fakes import START
 from tests.fixtures.network import free_port
 
 PUBLIC = ["/login", "/docs", "/changelog"]
+CODE = re.compile(r"`([A-Z][A-Z_]+)`")  # an error code, as the OpenAPI's descriptions quote it
 
 
 @pytest.mark.parametrize("path", [*PUBLIC, "/settings", "/settings/not-an-id/keys"])
@@ -87,7 +89,7 @@ async def test_docs_list_every_operation_of_the_live_openapi(client: httpx.Async
                 assert f"<code>{param['name']}</code>" in html
             if "x-required-scope" in op:
                 assert f"scope <code>{op['x-required-scope']}</code>" in html
-    assert count == 7
+    assert count == 8
     assert f"version {API_VERSION}" in html
 
 
@@ -97,14 +99,17 @@ async def test_the_docs_error_table_has_every_status_and_code_the_api_documents(
     spec = (await client.get("/api/v1/external/openapi.json")).json()
     html = (await client.get("/docs")).text
     table = html[html.index('id="errors"') :].split("</table>")[0]
+    # Every code an answer's description names (422 names two on /events).
     documented = {
-        (status, answer["description"].split("`")[1])
+        (status, code)
         for methods in spec["paths"].values()
         for op in methods.values()
         for status, answer in op["responses"].items()
         if status >= "400"
+        for code in CODE.findall(answer["description"])
     }
     assert ("503", "SERVICE_UNAVAILABLE") in documented
+    assert {("410", "CURSOR_EXPIRED"), ("422", "UNKNOWN_EVENT")} <= documented
     for status, code in documented:
         assert f"<tr><td>{status}</td><td><code>{code}</code></td>" in table, (status, code)
 
@@ -136,11 +141,54 @@ async def test_docs_cover_scopes_limits_and_every_event(client: httpx.AsyncClien
     assert "crypto.timingSafeEqual" in html
 
 
-async def test_the_changelog_page_shows_api_1_3_0(client: httpx.AsyncClient) -> None:
+async def test_docs_cover_the_events_api_and_every_delivery_header(
+    client: httpx.AsyncClient,
+) -> None:
+    html = (await client.get("/docs")).text
+    scopes = html[html.index('id="scopes"') :].split("</table>")[0]
+    assert "<code>read:events</code>" in scopes
+    assert "<code>/api/v1/external/events</code>" in scopes
+    headers = html[html.index('id="webhooks"') :].split("</table>")[0]
+    for header in (
+        "Content-Type",
+        "User-Agent",
+        "X-Service-Event",
+        "X-Service-Event-Id",
+        "X-Service-Delivery",
+        "X-Service-Signature",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    ):
+        assert f'<td data-label="Header"><code>{header}</code></td>' in headers, header
+    note = html[html.index('id="standard-webhooks"') : html.index('id="catching-up"')]
+    for said in ("5 minutes", "whsec_", "secret_whsec", "X-Service-Signature</code> is unchanged"):
+        assert said in note, said
+    for anchor, title in (
+        ("catching-up", "Catching up after downtime"),
+        ("local-receiver", "Developing a receiver locally"),
+    ):
+        assert f'<h2 id="{anchor}">{title}</h2>' in html
+        assert f'<li><a href="#{anchor}">{title}</a></li>' in html  # in the table of contents
+    guide = html[html.index('id="catching-up"') : html.index('id="local-receiver"')]
+    for said in ("X-Service-Event-Id", "every 5 seconds", "CURSOR_EXPIRED", "created_after"):
+        assert said in guide, said
+    local = html[html.index('id="local-receiver"') : html.index('id="python-client"')]
+    for said in (
+        "hangar-client listen --forward-to http://localhost:3000/webhooks",
+        "--resume",
+        "--event NAME",
+        "Signing secret:",
+    ):
+        assert said in local, said
+
+
+async def test_the_changelog_page_shows_api_1_4_0(client: httpx.AsyncClient) -> None:
     html = (await client.get("/changelog")).text
-    assert 'id="v1.3.0"' in html
-    assert "API 1.3.0" in html
+    assert 'id="v1.4.0"' in html
+    assert "API 1.4.0" in html
     # The versions before it stay on the page.
+    assert 'id="v1.3.0"' in html
     assert 'id="v1.2.0"' in html
     assert 'id="v1.1.0"' in html
     assert 'type="application/rss+xml"' in html
@@ -160,7 +208,7 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
     items = channel.findall("item")
     assert items
     first = items[0]
-    assert first.findtext("title") == "API 1.3.0"
+    assert first.findtext("title") == "API 1.4.0"
     newest = changelog.load().entries[0]
     assert first.findtext("link") == f"https://hangar.example/changelog#{newest.anchor}"
     assert first.find("guid") is not None

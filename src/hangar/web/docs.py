@@ -44,7 +44,7 @@ class Parameter:
     where: str
     required: bool
     type: str
-    notes: str
+    notes: Markup
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,23 @@ class Operation:
     bodies: list[Body]  # the fields of the 200 answer's body
 
 
-def _notes(param: dict[str, Any]) -> str:
+def _notes(param: dict[str, Any]) -> Markup:
     schema = param.get("schema", {})
-    found = [schema, *schema.get("anyOf", [])]
-    parts = [param.get("description") or schema.get("description") or ""]
-    for option in found:
+    options = [schema, *schema.get("anyOf", [])]
+    # A repeatable parameter (an array) says what each of its values may be.
+    each = [o["items"] for o in options if o.get("type") == "array" and "items" in o]
+    description = param.get("description") or schema.get("description") or ""
+    parts: list[str] = [_inline(description)] if description else []
+    labelled = [(option, "one of ") for option in options] + [(o, "each one of ") for o in each]
+    for option, one_of in labelled:
         if "enum" in option:
-            parts.append("one of " + ", ".join(str(v) for v in option["enum"]))
+            parts.append(one_of + ", ".join(str(v) for v in option["enum"]))
         if "minimum" in option or "maximum" in option:
             parts.append(f"from {option.get('minimum', '…')} to {option.get('maximum', '…')}")
     if "default" in schema:
         parts.append(f"default {schema['default']}")
-    return "; ".join(p for p in parts if p)
+    # Markup's join escapes the plain parts and keeps the rendered description's markup.
+    return Markup("; ").join(parts)
 
 
 def operations(doc: dict[str, Any]) -> list[Operation]:
@@ -149,4 +154,6 @@ async def docs(request: Request) -> Response:
         python_snippet=_snippet("receiver.py"),
         node_snippet=_snippet("receiver.js"),
         client_snippet=_snippet("client.py"),
+        poll_python_snippet=_snippet("poll_events.py"),
+        poll_node_snippet=_snippet("poll_events.js"),
     )
