@@ -325,12 +325,13 @@ async def _bare_round(
     bodies = []
     stamp = datetime.now(UTC)
     for seq in range(events):
-        payload = serialize(_data(seq))
+        payload, event_id = serialize(_data(seq)), str(uuid.uuid4())
         for i, (sub_id, secret) in enumerate(subs):
             body = envelope("squawk.created", stamp, payload)
-            bodies.append(
-                (rx.url(f"/g6/{i}"), headers("squawk.created", str(sub_id), secret, body), body)
+            sent = headers(
+                "squawk.created", str(sub_id), secret, body, event_id=event_id, sent_at=stamp
             )
+            bodies.append((rx.url(f"/g6/{i}"), sent, body))
     slots = asyncio.Semaphore(concurrency)
 
     async def post(url: str, hdrs: dict[str, str], body: bytes) -> None:
