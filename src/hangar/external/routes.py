@@ -353,7 +353,7 @@ async def reservations_feed(
 
 
 # HEAD, for calendar clients that ask before they fetch: the same operation, left out of the
-# OpenAPI description (whose operations are the seven GETs).
+# OpenAPI description (whose operations are the eight GETs).
 router.add_api_route(
     "/reservations.ics", reservations_feed, methods=["HEAD"], include_in_schema=False, **_FEED
 )
