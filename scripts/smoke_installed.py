@@ -60,6 +60,7 @@ SCOPES = (
     "read:members",
     "read:members.full",
     "read:maintenance",
+    "read:events",
 )
 PASSWORD = "smoke-test-password-1"  # noqa: S105 - a throwaway account on a throwaway database
 EMAIL = "admin@smoke.example"
