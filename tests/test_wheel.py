@@ -22,6 +22,7 @@ from scripts.smoke_installed import build_wheel
 from hangar import __version__
 from hangar.app import create_app
 from hangar.kit.container import Services
+from hangar.kit.scopes import SCOPES
 from tests.fixtures.routes import app_routes
 
 
@@ -147,3 +148,11 @@ def test_the_ci_smoke_of_the_installed_wheel_requests_every_get_route(
         path for method, path in app_routes(create_app(services).routes) if method == "GET"
     }
     assert set(listed) == get_routes
+    # Its key holds every scope, or a new operation's route answers 403 there.
+    (scopes,) = [
+        ast.literal_eval(node.value)
+        for node in script.body
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == ["SCOPES"]
+    ]
+    assert set(scopes) == set(SCOPES)
