@@ -5,10 +5,13 @@ loopback for `hangar-client listen` (which forwards to the developer's own machi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from hangar.db.engine import make_engine
 from hangar.kit.container import Services
 from hangar_client import AsyncClient
 from tests.fixtures.factories import Org
@@ -44,3 +47,11 @@ async def loopback() -> AsyncIterator[Receiver]:
         yield state
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def dead(services: Services, tmp_path: Path) -> AsyncIterator[Services]:
+    """The app's services with a database that cannot be reached: hangar answers its 503."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'no' / 'such' / 'hangar.db'}")
+    yield replace(services, engine=engine)
+    await engine.dispose()

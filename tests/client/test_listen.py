@@ -27,15 +27,16 @@ from hangar.kit.container import Services
 from hangar.kit.ratelimit import API_LIMITS
 from hangar.webhooks import signing
 from hangar.webhooks.secrets import whsec_form
-from hangar_client import RetryPolicy, verify_signature
+from hangar_client import verify_signature
 from hangar_client._listen_state import StateFile
 from hangar_client.events import EventName
 from hangar_client.listen import Listener, ListenOptions
 from tests.fixtures.actions import raw_events, url
 from tests.fixtures.all_events import fire_everything
+from tests.fixtures.client_transports import Outage, Script, html_502
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.python_client import Harness
+from tests.fixtures.python_client import Counting, Harness, asgi
 from tests.fixtures.receivers import Received, Receiver
 from tests.fixtures.subprocesses import eventually, free_port
 
@@ -104,8 +105,8 @@ class Listen:
             interval=INTERVAL,
             limit=limit,
         )
-        policy = RetryPolicy(max_rate_limit_retries=0)
-        async with self.harness.client(self.org.key, policy) as api, httpx.AsyncClient() as fwd:
+        # The client as built for any use: the listener sets the retries it needs.
+        async with self.harness.client(self.org.key) as api, httpx.AsyncClient() as fwd:
             listener = Listener(
                 api,
                 fwd,
@@ -299,6 +300,30 @@ async def test_a_429_is_waited_out_to_the_next_minute_or_hour(
     ) in run.out
     assert run.slept[0] == to_the_hour + 0.5
     assert len(loopback.requests) == 1
+
+
+async def test_an_outage_is_said_and_waited_out_by_the_clients_own_retries(
+    harness: Harness,
+    services: Services,
+    loopback: Receiver,
+    admin: httpx.AsyncClient,
+    org: Org,
+    other: Org,
+    tmp_path: Path,
+) -> None:
+    down = Script([html_502(), httpx.ConnectError("refused"), httpx.ReadTimeout("timed out")])
+    harness.transport = Counting(Outage(down.transport(), asgi(services), failures=3))
+    listen = Listen(harness, org, loopback, tmp_path)
+    run = await listen.run([lambda: report_squawks(admin, org, 1)])
+    assert run.code == 0, run.err
+    said = [line.split("  ", 1)[1] for line in run.out if "unreachable" in line]
+    assert said == [
+        "hangar unreachable (502 HTTP_502); trying again in 0.4 s",
+        "hangar unreachable (ConnectError: refused); trying again in 0.8 s",
+        "hangar unreachable (ReadTimeout: timed out); trying again in 1.5 s",
+    ]
+    assert run.slept[:4] == [0.375, 0.75, 1.5, INTERVAL]  # backoff, then caught up
+    assert len(event_lines(run)) == 1
 
 
 async def test_resume_continues_where_the_last_run_stopped_without_repeats(

@@ -161,9 +161,24 @@ class Ran:
     stderr: str
 
 
+WELL_FORMED = "svc_pk_" + "0" * 43  # a key's shape; never sent in these runs
+
+
 @pytest.mark.parametrize(
     ("args", "env", "line"),
     [
+        (
+            ["--forward-to", "http://127.0.0.1:9/hook", "--key", "svc_pk_short"],
+            {"HANGAR_BASE_URL": "http://h"},
+            "the API key (--key or HANGAR_API_KEY) has 5 characters after svc_pk_, not 43: "
+            "was it copied whole?",
+        ),
+        (
+            ["--forward-to", "http://127.0.0.1:9/hook"],
+            {"HANGAR_BASE_URL": "http://h", "HANGAR_API_KEY": "whsec_c2VjcmV0"},
+            "the API key (--key or HANGAR_API_KEY) does not start with svc_pk_: "
+            "is it another secret?",
+        ),
         (
             ["--forward-to", "http://127.0.0.1:9/hook"],
             {"HANGAR_BASE_URL": "http://h"},
@@ -175,12 +190,19 @@ class Ran:
             "no base URL: pass --base-url or set HANGAR_BASE_URL",
         ),
         (
-            ["--forward-to", "ftp://127.0.0.1/hook", "--base-url", "http://h", "--key", "k"],
+            [
+                "--forward-to",
+                "ftp://127.0.0.1/hook",
+                "--base-url",
+                "http://h",
+                "--key",
+                WELL_FORMED,
+            ],
             {},
             "--forward-to must be an http:// or https:// address, not 'ftp://127.0.0.1/hook'",
         ),
         (
-            ["--forward-to", "x", "--base-url", "hangar.example", "--key", "k"],
+            ["--forward-to", "x", "--base-url", "hangar.example", "--key", WELL_FORMED],
             {},
             "the base URL must be an http:// or https:// address, not 'hangar.example'",
         ),
@@ -190,7 +212,16 @@ class Ran:
             "argument --interval: takes seconds above 0, not 'soon' (see --help)",
         ),
         (
-            ["--forward-to", "x", "--base-url", "http://h", "--key", "k", "--secret", "whsec_!"],
+            [
+                "--forward-to",
+                "x",
+                "--base-url",
+                "http://h",
+                "--key",
+                WELL_FORMED,
+                "--secret",
+                "whsec_!",
+            ],
             {},
             "--secret: what follows whsec_ is not base64 of a secret",
         ),

@@ -163,4 +163,5 @@ async def test_errors_raise_with_the_api_code(harness: Harness, org: Org) -> Non
             await full.reservations_page(limit=501)
     assert cursor.value.code == "INVALID_CURSOR"
     assert invalid.value.code == "VALIDATION_ERROR"
-    assert harness.slept == []  # none of these is retried
+    assert harness.slept == []  # none of these is retried: one request each
+    assert len(harness.transport.sent) == 4

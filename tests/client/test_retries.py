@@ -1,22 +1,19 @@
-"""A 429 waits for the next calendar bucket, a 503 backs off; both bounded, neither sleeps
-for real (the client's sleep moves the test's clock, which the server's limiter reads)."""
+"""Against hangar itself: a 429 waits for the next calendar bucket and says which one, a 503
+waits for its Retry-After; both bounded, neither sleeps for real (the client's sleep moves
+the test's clock, which the server's limiter reads)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import select
 
-from hangar.db.engine import make_engine
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import API_LIMITS
-from hangar_client import RateLimited, RetryPolicy, ServiceUnavailable
+from hangar_client import RateLimited, RetryPolicy, ServerError, ServiceUnavailable
+from tests.fixtures.client_transports import Outage
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START
 from tests.fixtures.python_client import Counting, Harness, asgi
@@ -55,6 +52,8 @@ async def test_an_hourly_429_beyond_the_bound_raises_without_waiting(
             await api.aircraft()
     assert refused.value.code == "RATE_LIMITED"
     assert "1000/hour" in refused.value.detail
+    assert refused.value.bucket == "hour"
+    assert refused.value.resets_at == datetime(2026, 5, 4, 11, 0, tzinfo=UTC)
     assert harness.slept == []
 
 
@@ -75,40 +74,19 @@ async def test_429_retries_are_bounded(harness: Harness, org: Org) -> None:
         with pytest.raises(RateLimited) as refused:
             await api.aircraft()
     assert "60/min" in refused.value.detail
+    assert refused.value.bucket == "minute"
+    assert refused.value.resets_at == datetime(2026, 5, 4, 10, 1, tzinfo=UTC)
     assert harness.slept == []
 
 
-@dataclass
-class Outage(httpx.AsyncBaseTransport):
-    """The first `failures` requests go to a hangar whose database is unreachable (it
-    answers its real 503), the rest to the healthy one."""
-
-    down: httpx.AsyncBaseTransport
-    up: httpx.AsyncBaseTransport
-    failures: int
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.failures > 0:
-            self.failures -= 1
-            return await self.down.handle_async_request(request)
-        return await self.up.handle_async_request(request)
-
-
-@pytest.fixture
-async def dead(services: Services, tmp_path: Path) -> AsyncIterator[Services]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'no' / 'such' / 'hangar.db'}")
-    yield replace(services, engine=engine)
-    await engine.dispose()
-
-
-async def test_a_503_is_retried_with_backoff(
+async def test_a_503_is_retried_after_the_retry_after_it_asks_for(
     harness: Harness, services: Services, dead: Services, org: Org
 ) -> None:
     harness.transport = Counting(Outage(asgi(dead), asgi(services), failures=2))
     async with harness.client(org.key) as api:
         assert await api.aircraft() == []
-    # Equal jitter at random 0.5: three quarters of 0.5 s, then of 1 s.
-    assert harness.slept == [0.375, 0.75]
+    # hangar's 503 says Retry-After: 5, longer than the backoff (0.375 s, then 0.75 s).
+    assert harness.slept == [5.0, 5.0]
     assert len(harness.transport.sent) == 3
 
 
@@ -116,10 +94,23 @@ async def test_a_lasting_503_raises_after_the_bounded_retries(
     harness: Harness, dead: Services, org: Org
 ) -> None:
     harness.transport = Counting(asgi(dead))
-    policy = RetryPolicy(max_unavailable_retries=5, backoff_cap=2.0)
-    async with harness.client(org.key, policy) as api:
+    async with harness.client(org.key) as api:
         with pytest.raises(ServiceUnavailable) as refused:
             await api.aircraft()
     assert refused.value.code == "SERVICE_UNAVAILABLE"
     assert refused.value.status == 503
-    assert harness.slept == [0.375, 0.75, 1.5, 1.5, 1.5]
+    assert isinstance(refused.value, ServerError)
+    assert harness.slept == [5.0, 5.0]  # max_retries=2 by default: three attempts
+    assert len(harness.transport.sent) == 3
+
+
+async def test_1_2s_max_unavailable_retries_still_bounds_them_and_the_cap_binds(
+    harness: Harness, dead: Services, org: Org
+) -> None:
+    harness.transport = Counting(asgi(dead))
+    policy = RetryPolicy(max_unavailable_retries=5, backoff_cap=2.0)
+    async with harness.client(org.key, policy) as api:
+        with pytest.raises(ServiceUnavailable):
+            await api.aircraft()
+    assert harness.slept == [2.0] * 5  # Retry-After: 5, but never past backoff_cap
+    assert len(harness.transport.sent) == 6

@@ -1,17 +1,27 @@
 """A typed Python client for hangar's public API, events API, calendar feed and signed
 webhooks, and the `hangar-client listen` command."""
 
+from hangar_client._core import Retrying
 from hangar_client._version import VERSION
-from hangar_client._wire import InvalidPayload
 from hangar_client.async_client import AsyncClient
 from hangar_client.calendar import calendar_url
 from hangar_client.client import Client
 from hangar_client.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    BadGateway,
+    Bucket,
+    ConfigurationError,
     CursorExpired,
+    GatewayTimeout,
+    HangarClientError,
     HangarError,
     InsufficientScope,
+    InvalidAPIKey,
     InvalidCursor,
+    InvalidPayload,
     RateLimited,
+    ServerError,
     ServiceUnavailable,
     Unauthorized,
     UnknownEvent,
@@ -37,17 +47,25 @@ from hangar_client.signature import verify_signature, whsec
 __version__ = VERSION
 
 __all__ = [
+    "APIConnectionError",
+    "APITimeoutError",
     "Aircraft",
     "AsyncClient",
     "AsyncEventIterator",
+    "BadGateway",
+    "Bucket",
     "Client",
+    "ConfigurationError",
     "Contact",
     "CursorExpired",
     "Event",
     "EventIterator",
     "EventPage",
+    "GatewayTimeout",
+    "HangarClientError",
     "HangarError",
     "InsufficientScope",
+    "InvalidAPIKey",
     "InvalidCursor",
     "InvalidPayload",
     "MaintenanceLog",
@@ -56,6 +74,8 @@ __all__ = [
     "Reservation",
     "ReservationPage",
     "RetryPolicy",
+    "Retrying",
+    "ServerError",
     "ServiceUnavailable",
     "Squawk",
     "Unauthorized",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TypeVar, Unpack
+from typing import TypeVar, Unpack, cast
 
 import httpx
 
@@ -29,6 +29,9 @@ from hangar_client.models import (
 
 API = "/api/v1/external"
 T = TypeVar("T")
+# What the filter TypedDicts hold, for _query: a TypedDict may carry other keys at run time,
+# so type checkers see its values as object (_refuse_unknown turns such keys away first).
+_Values = Mapping[str, str | bool | datetime | int | None]
 
 
 def _refuse_unknown(filters: Mapping[str, object], names: frozenset[str]) -> None:
@@ -41,7 +44,7 @@ def _refuse_unknown(filters: Mapping[str, object], names: frozenset[str]) -> Non
 
 
 def _query(**values: str | bool | datetime | int | None) -> dict[str, str]:
-    params = {}
+    params: dict[str, str] = {}
     for name, value in values.items():
         if value is None:
             continue
@@ -60,7 +63,7 @@ def _query(**values: str | bool | datetime | int | None) -> dict[str, str]:
 def _list(model: type[T]) -> Callable[[httpx.Response], list[T]]:
     def read(response: httpx.Response) -> list[T]:
         body = response.json()
-        if not isinstance(body, list):
+        if not _wire.is_list(body):
             raise _wire.InvalidPayload(f"expected a JSON array from {response.url.path}")
         from_json = getattr(model, "from_json", None)
         return [from_json(item) if from_json else decode(model, item) for item in body]
@@ -72,7 +75,7 @@ def reservations_page(
     *, limit: int, after: str | None, **filters: Unpack[ReservationFilters]
 ) -> Call[ReservationPage]:
     _refuse_unknown(filters, ReservationFilters.__optional_keys__)
-    params = _query(limit=limit, after=after, **filters)
+    params = _query(limit=limit, after=after, **cast(_Values, filters))
     return Call(f"{API}/reservations", lambda r: ReservationPage.from_json(r.json()), params)
 
 
@@ -82,7 +85,7 @@ def aircraft() -> Call[list[Aircraft]]:
 
 def squawks(**filters: Unpack[SquawkFilters]) -> Call[list[Squawk]]:
     _refuse_unknown(filters, SquawkFilters.__optional_keys__)
-    params = _query(**filters)
+    params = _query(**cast(_Values, filters))
     return Call(f"{API}/squawks", _list(Squawk), params)
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar, cast
+
+# Its home is errors (under HangarClientError); named here too for the parsers below.
+from hangar_client.errors import InvalidPayload as InvalidPayload
 
 T = TypeVar("T")
 Json = Mapping[str, Any]
-
-
-class InvalidPayload(ValueError):
-    """A body that is not what the API or a webhook promises."""
 
 
 def string(value: Any) -> str:
@@ -54,10 +53,15 @@ def optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
     return parse_optional
 
 
+def is_list(value: object) -> TypeGuard[list[Any]]:
+    """A JSON array (of values still to be read), for type checkers as for the reader."""
+    return isinstance(value, list)
+
+
 def obj(value: Any) -> Json:
     if not isinstance(value, Mapping):
         raise InvalidPayload(f"expected an object, got {type(value).__name__}")
-    return value
+    return cast(Json, value)
 
 
 def field(body: Json, name: str) -> Any:

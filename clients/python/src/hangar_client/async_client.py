@@ -4,6 +4,7 @@ asyncio.sleep."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
@@ -12,8 +13,9 @@ from typing import TypeVar, Unpack
 
 import httpx
 
+from hangar_client import _config
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
+from hangar_client._core import USER_AGENT, Call, Core, Outcome, Retrying, Send, Sleep, utc_now
 from hangar_client.events_api import AsyncEvents
 from hangar_client.models import (
     Aircraft,
@@ -33,11 +35,8 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """hangar's public API with one organization's key.
-
-    `now`, `sleep` and `random` are injectable so that tests (yours and ours) never really
-    wait; `transport` is httpx's, for tests or proxies. `events` is the events API
-    (`events.list`, `events.iter`).
+    """hangar's public API with one organization's key: `Client`'s twin, failing and
+    retrying the same way (see `Client`).
     """
 
     def __init__(
@@ -46,13 +45,17 @@ class AsyncClient:
         key: str,
         *,
         policy: RetryPolicy | None = None,
+        max_retries: int | None = None,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
         now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] = _random.random,
+        on_retry: Callable[[Retrying], None] | None = None,
     ) -> None:
-        self._core = Core(key, policy or RetryPolicy(), now, random)
+        base_url = _config.http_url(base_url, "the base URL")
+        core = Core(_config.api_key(key), RetryPolicy(), now, random, on_retry)
+        self._core = core.configured(policy=policy, max_retries=max_retries)
         self._sleep = sleep
         self._http = httpx.AsyncClient(
             base_url=base_url,
@@ -73,22 +76,45 @@ class AsyncClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    def with_options(
+        self,
+        *,
+        policy: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        now: Callable[[], datetime] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        random: Callable[[], float] | None = None,
+        on_retry: Callable[[Retrying], None] | None = None,
+    ) -> AsyncClient:
+        """This client with other retry settings (what is not given stays), sharing its
+        connections: close the original, not the copy."""
+        twin = copy.copy(self)
+        twin._core = self._core.configured(
+            policy=policy, max_retries=max_retries, now=now, random=random, on_retry=on_retry
+        )
+        twin._sleep = sleep or self._sleep
+        twin.events = AsyncEvents(twin._call)
+        return twin
+
     async def _call(self, call: Call[T]) -> T:
         plan = self._core.plan(call)
-        step = next(plan)
-        while True:
-            try:
+        try:
+            step = next(plan)
+            while True:
                 if isinstance(step, Sleep):
                     await self._sleep(step.seconds)
                     step = plan.send(None)
                 else:
-                    response = await self._http.get(
-                        step.path, params=step.params, headers=step.headers
-                    )
-                    step = plan.send(response)
-            except StopIteration as done:
-                value: T = done.value
-                return value
+                    step = plan.send(await self._send(step))
+        except StopIteration as done:
+            value: T = done.value
+            return value
+
+    async def _send(self, step: Send) -> Outcome:
+        try:
+            return await self._http.get(step.path, params=step.params, headers=step.headers)
+        except httpx.RequestError as exc:  # the plan decides: retry, or raise its own error
+            return exc
 
     async def reservations_page(
         self, *, limit: int = 100, after: str | None = None, **filters: Unpack[ReservationFilters]

@@ -21,14 +21,14 @@ from typing import NoReturn, cast
 
 import httpx
 
-from hangar_client import _delivery
+from hangar_client import _config, _delivery
 from hangar_client._core import utc_now
 from hangar_client._listen_state import StateFile, state_dir
 from hangar_client._version import VERSION
 from hangar_client.async_client import AsyncClient
+from hangar_client.errors import ConfigurationError
 from hangar_client.events import EventName
 from hangar_client.listen import Listener, ListenOptions
-from hangar_client.policy import RetryPolicy
 
 EXIT_BAD_INPUT = 2
 
@@ -111,8 +111,10 @@ def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[str, st
     key = args.key or env.get("HANGAR_API_KEY", "")
     if not key:
         raise BadInput("no API key: pass --key or set HANGAR_API_KEY")
-    if not key.isascii() or not key.isprintable() or " " in key:
-        raise BadInput("the API key (--key or HANGAR_API_KEY) is not a hangar API key")
+    try:
+        _config.api_key(key, "the API key (--key or HANGAR_API_KEY)")
+    except ConfigurationError as exc:
+        raise BadInput(str(exc)) from None
     forward_to = args.forward_to
     if "://" not in forward_to:
         forward_to = f"http://{forward_to}"  # `--forward-to localhost:3000/hooks`
@@ -129,12 +131,9 @@ def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[str, st
 
 def _http_url(text: str, what: str) -> str:
     try:
-        url = httpx.URL(text)
-    except httpx.InvalidURL:
-        url = None
-    if url is None or url.scheme not in ("http", "https") or not url.host:
-        raise BadInput(f"{what} must be an http:// or https:// address, not {text!r}")
-    return text
+        return _config.http_url(text, what)
+    except ConfigurationError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _secret(given: str | None) -> str:
@@ -158,11 +157,10 @@ async def _listen(base_url: str, key: str, options: ListenOptions, state: StateF
         try:
             loop.add_signal_handler(number, stop.set)
         except NotImplementedError:  # Windows' event loops
-            signal.signal(number, lambda *_: loop.call_soon_threadsafe(stop.set))
-    # The listener waits for a refusing rate-limit bucket itself, saying so.
-    policy = RetryPolicy(max_rate_limit_retries=0)
+            signal.signal(number, lambda _number, _frame: loop.call_soon_threadsafe(stop.set))
     try:
-        async with AsyncClient(base_url, key, policy=policy) as api, httpx.AsyncClient() as out:
+        # The listener sets the retries it needs (unbounded waits, each one said).
+        async with AsyncClient(base_url, key) as api, httpx.AsyncClient() as out:
             listener = Listener(
                 api,
                 out,

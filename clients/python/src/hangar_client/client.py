@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random as _random
 import time
 from collections.abc import Callable, Iterator
@@ -11,8 +12,9 @@ from typing import TypeVar, Unpack
 
 import httpx
 
+from hangar_client import _config
 from hangar_client import _operations as ops
-from hangar_client._core import USER_AGENT, Call, Core, Sleep, utc_now
+from hangar_client._core import USER_AGENT, Call, Core, Outcome, Retrying, Send, Sleep, utc_now
 from hangar_client.events_api import Events
 from hangar_client.models import (
     Aircraft,
@@ -34,9 +36,13 @@ T = TypeVar("T")
 class Client:
     """hangar's public API with one organization's key.
 
-    `now`, `sleep` and `random` are injectable so that tests (yours and ours) never really
-    wait; `transport` is httpx's, for tests or proxies. `events` is the events API
-    (`events.list`, `events.iter`).
+    Every failure raises a `HangarClientError` (hangar_client.errors): a key that cannot be
+    one at once (`InvalidAPIKey`), no answer as `APIConnectionError`, an error answer as a
+    `HangarError`. 429s, 502, 503, 504 and connection failures are retried first, within
+    `policy` (`max_retries` stands for its field of that name); `on_retry` hears of each
+    retry before its wait. `now`, `sleep` and `random` are injectable so that tests (yours
+    and ours) never really wait; `transport` is httpx's, for tests or proxies. `events` is
+    the events API (`events.list`, `events.iter`).
     """
 
     def __init__(
@@ -45,13 +51,17 @@ class Client:
         key: str,
         *,
         policy: RetryPolicy | None = None,
+        max_retries: int | None = None,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
         now: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
+        on_retry: Callable[[Retrying], None] | None = None,
     ) -> None:
-        self._core = Core(key, policy or RetryPolicy(), now, random)
+        base_url = _config.http_url(base_url, "the base URL")
+        core = Core(_config.api_key(key), RetryPolicy(), now, random, on_retry)
+        self._core = core.configured(policy=policy, max_retries=max_retries)
         self._sleep = sleep
         self._http = httpx.Client(
             base_url=base_url,
@@ -72,20 +82,45 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
+    def with_options(
+        self,
+        *,
+        policy: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        now: Callable[[], datetime] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        random: Callable[[], float] | None = None,
+        on_retry: Callable[[Retrying], None] | None = None,
+    ) -> Client:
+        """This client with other retry settings (what is not given stays), sharing its
+        connections: close the original, not the copy."""
+        twin = copy.copy(self)
+        twin._core = self._core.configured(
+            policy=policy, max_retries=max_retries, now=now, random=random, on_retry=on_retry
+        )
+        twin._sleep = sleep or self._sleep
+        twin.events = Events(twin._call)
+        return twin
+
     def _call(self, call: Call[T]) -> T:
         plan = self._core.plan(call)
-        step = next(plan)
-        while True:
-            try:
+        try:
+            step = next(plan)
+            while True:
                 if isinstance(step, Sleep):
                     self._sleep(step.seconds)
                     step = plan.send(None)
                 else:
-                    response = self._http.get(step.path, params=step.params, headers=step.headers)
-                    step = plan.send(response)
-            except StopIteration as done:
-                value: T = done.value
-                return value
+                    step = plan.send(self._send(step))
+        except StopIteration as done:
+            value: T = done.value
+            return value
+
+    def _send(self, step: Send) -> Outcome:
+        try:
+            return self._http.get(step.path, params=step.params, headers=step.headers)
+        except httpx.RequestError as exc:  # the plan decides: retry, or raise its own error
+            return exc
 
     def reservations_page(
         self, *, limit: int = 100, after: str | None = None, **filters: Unpack[ReservationFilters]

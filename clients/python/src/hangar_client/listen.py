@@ -4,17 +4,19 @@ receiver can be developed on a laptop that hangar cannot reach.
 
 It keeps within the API's limits: it polls every `interval` seconds while caught up, pages
 at once while pages come back full, and on a 429 waits for the refusing bucket (the next
-calendar minute or hour) instead of failing. A receiver that fails gets hangar's three
-attempts (waits of 2 s and 8 s), then the listener moves on. Its position is saved after
-every forwarded event, so a crash forwards at most one event twice. The stop event (Ctrl-C,
-SIGTERM) abandons whatever is under way at once; the abandoned event is forwarded again by
-the next `--resume`.
+calendar minute or hour) instead of failing: the client's own retries do the waiting,
+without bound, and each wait is said (as when hangar is unreachable). A receiver that
+fails gets hangar's three attempts (waits of 2 s and 8 s), then the listener moves on.
+Its position is saved after every forwarded event, so a crash forwards at most one event
+twice. The stop event (Ctrl-C, SIGTERM) abandons whatever is under way at once, a retry's
+wait too; the abandoned event is forwarded again by the next `--resume`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -24,16 +26,24 @@ from typing import Any, TextIO, TypeVar
 import httpx
 
 from hangar_client import _delivery
+from hangar_client._core import Retrying
 from hangar_client._listen_state import Position, StateError, StateFile
 from hangar_client.async_client import AsyncClient
-from hangar_client.errors import CursorExpired, HangarError, RateLimited, ServiceUnavailable
+from hangar_client.errors import (
+    CursorExpired,
+    HangarClientError,
+    HangarError,
+    InvalidPayload,
+    RateLimited,
+)
 from hangar_client.events import EventName
 from hangar_client.models import Event, EventPage
-from hangar_client.policy import HOURLY_MARK, rate_limit_wait
+from hangar_client.policy import RetryPolicy
 from hangar_client.signature import whsec
 
 T = TypeVar("T")
 EXIT_REFUSED = 1
+_LIMITS = {"minute": "60 requests a minute", "hour": "1000 requests an hour"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,19 @@ class Listener:
         sleep: Callable[[float], Coroutine[Any, Any, None]],
         random: Callable[[], float],
     ) -> None:
-        self._api = api
+        # Told what the retries wait for, and never giving up: a listener outlasts outages.
+        self._api = api.with_options(
+            policy=RetryPolicy(
+                max_rate_limit_wait=float("inf"),
+                max_rate_limit_retries=sys.maxsize,
+                max_retries=sys.maxsize,
+                backoff_cap=options.interval,
+            ),
+            now=now,
+            sleep=sleep,  # inside _unless_stopped(events.list(...)): a stop cancels it
+            random=random,
+            on_retry=self._announce,
+        )
         self._forward = forward
         self._options = options
         self._state = state
@@ -81,7 +103,6 @@ class Listener:
         self._err = err
         self._now = now
         self._sleep = sleep
-        self._random = random
         self._position = Position(None, None)
 
     async def run(self) -> int:
@@ -120,45 +141,48 @@ class Listener:
         return Position(None, start)
 
     async def _poll(self) -> EventPage:
-        """The page after the position; waits out rate limits and outages, saying so."""
+        """The page after the position; the client waits out rate limits and outages."""
         position = self._position
-        while True:
-            try:
-                return await self._unless_stopped(
-                    self._api.events.list(
-                        after=position.cursor,
-                        event=self._options.events,
-                        created_after=position.created_after,
-                        limit=self._options.limit,
-                    )
+        try:
+            return await self._unless_stopped(
+                self._api.events.list(
+                    after=position.cursor,
+                    event=self._options.events,
+                    created_after=position.created_after,
+                    limit=self._options.limit,
                 )
-            except RateLimited as refused:
-                await self._wait_for_bucket(refused)
-            except (ServiceUnavailable, httpx.TransportError) as exc:
-                reason = f"{exc.status} {exc.code}" if isinstance(exc, HangarError) else exc
-                self._say(f"{self._clock()}  hangar unreachable ({reason}); trying again")
-                await self._wait(self._options.interval)
-            except CursorExpired:
-                raise Refused(
-                    "the saved position is older than hangar keeps events (410 CURSOR_EXPIRED); "
-                    "run without --resume to start from now"
-                ) from None
-            except HangarError as refused:
-                # One line, also when the detail is a proxy's page.
-                raise Refused(f"hangar refused: {' '.join(str(refused).split())}") from None
-            except ValueError as exc:  # not JSON, or not the page the API promises
-                raise Refused(f"hangar's answer is not an events page: {exc}") from None
+            )
+        except CursorExpired:
+            raise Refused(
+                "the saved position is older than hangar keeps events (410 CURSOR_EXPIRED); "
+                "run without --resume to start from now"
+            ) from None
+        except HangarError as refused:
+            # One line, also when the detail is a proxy's page.
+            raise Refused(f"hangar refused: {' '.join(str(refused).split())}") from None
+        except InvalidPayload as exc:  # not JSON, or not the page the API promises
+            raise Refused(f"hangar's answer is not an events page: {exc}") from None
+        except HangarClientError as exc:  # what no retry can mend (an undecodable answer)
+            raise Refused(str(exc)) from None
 
-    async def _wait_for_bucket(self, refused: RateLimited) -> None:
-        hourly = HOURLY_MARK in refused.detail
-        wait = rate_limit_wait(refused.detail, self._now(), self._random())
-        bucket = "hour" if hourly else "minute"
-        limit = "1000 requests an hour" if hourly else "60 requests a minute"
-        self._say(
-            f"{self._clock()}  rate limited ({limit} per key): "
-            f"waiting {wait:.0f} s for the next {bucket}"
-        )
-        await self._wait(wait)
+    def _announce(self, retry: Retrying) -> None:
+        error = retry.error
+        if isinstance(error, RateLimited) and error.bucket is not None:
+            self._say(
+                f"{self._clock()}  rate limited ({_LIMITS[error.bucket]} per key): "
+                f"waiting {retry.wait:.0f} s for the next {error.bucket}"
+            )
+        elif isinstance(error, RateLimited):
+            self._say(f"{self._clock()}  rate limited: waiting {retry.wait:.0f} s")
+        else:
+            cause = error.__cause__
+            reason = f"{type(cause).__name__}: {cause}" if cause else error
+            if isinstance(error, HangarError):
+                reason = f"{error.status} {error.code}"
+            self._say(
+                f"{self._clock()}  hangar unreachable ({reason}); "
+                f"trying again in {retry.wait:.1f} s"
+            )
 
     async def _forward_page(self, page: EventPage) -> None:
         position = self._position

@@ -79,7 +79,7 @@ class _PageHead:
 
 def _items(page: Any) -> list[Any]:
     items = _wire.field(_wire.obj(page), "items")
-    if not isinstance(items, list):
+    if not _wire.is_list(items):
         raise _wire.InvalidPayload("items is not a list")
     return items
 
