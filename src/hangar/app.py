@@ -20,6 +20,7 @@ from hangar.foundation.config import Settings, load_settings
 from hangar.http import health, metrics_endpoint
 from hangar.http.client_address import ClientAddress
 from hangar.http.error_handlers import install_error_handlers
+from hangar.http.head import HeadAsGet
 from hangar.http.limits import BodyLimit
 from hangar.http.request_metrics import RequestMetrics
 from hangar.http.stopping import STATE_KEY, CutOff, Stopping
@@ -94,6 +95,9 @@ def create_app(
         openapi_url=None,
         lifespan=lifespan,
     )
+    # HEAD wherever GET is answered (hangar.http.head): innermost, so the exception
+    # handlers' answers to a HEAD lose their body too.
+    app.add_middleware(HeadAsGet)
     # Each route's body cap (hangar.http.limits), answered before the body is read.
     app.add_middleware(BodyLimit)
     # Outermost: every answer is counted, BodyLimit's 413s too (as `unmatched`: no route yet).

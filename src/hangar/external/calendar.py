@@ -22,6 +22,15 @@ from hangar.reservations.queries import CalendarEntry, Changes
 PRODID = f"-//hangar//External API {__version__}//EN"
 _FOLD_AT = 75
 
+# How long a calendar (or any private cache) may reuse the feed without asking again: 5
+# minutes. Calendar clients poll every 15 minutes to a few hours on their own schedules, so
+# this stays inside the fastest of them: it delays a booking's appearance by 5 minutes at
+# most, while a client that asks in bursts (several views at once, retries) is answered
+# from its copy. Past it a poll revalidates: while nothing has changed, a 304 that reads one
+# row. `private`: the URL holds a live key and the document one organization's bookings,
+# so no shared cache (a proxy, a CDN) may keep it.
+CACHE_CONTROL = "private, max-age=300"
+
 
 def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -103,15 +112,24 @@ def feed(rows: Iterable[CalendarEntry], *, domain: str, now: datetime) -> bytes:
     return "".join(out).encode()
 
 
-def validators(changes: Changes | None, org_id: uuid.UUID, domain: str) -> Validators | None:
+def validators(
+    changes: Changes | None, org_id: uuid.UUID, domain: str, *, gzip: bool = False
+) -> Validators | None:
     """The feed's validators, from its organization's count of reservation changes (None:
     none counted yet, so no validator, and every poll gets the whole feed). The tag also
     names what else shapes the document (the organization, the release in PRODID, the
     domain in every UID), so no two differently written feeds share it. Weak: DTSTAMP, the
-    time of the request, differs between two answers the tag calls the same."""
+    time of the request, differs between two answers the tag calls the same.
+
+    The gzip-encoded feed has a tag of its own (`-gzip` added), as RFC 9110 §8.8.3 asks of
+    a content coding: each tag then names one representation, and a cache that stored both
+    updates the right one from a 304. A poll is answered 304 when it names the tag of the
+    representation it would get now."""
     if changes is None:
         return None
-    return Validators(f'W/"{changes["version"]}-{_shape(org_id, domain)}"', changes["changed_at"])
+    coding = "-gzip" if gzip else ""
+    tag = f'W/"{changes["version"]}-{_shape(org_id, domain)}{coding}"'
+    return Validators(tag, changes["changed_at"])
 
 
 @functools.lru_cache(maxsize=4096)

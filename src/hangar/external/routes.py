@@ -18,6 +18,7 @@ from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
 from hangar.foundation.ids import parse_id
+from hangar.http.compression import accepts_gzip, gzipped
 from hangar.http.responses import json_response
 from hangar.http.routing import services_of
 from hangar.kit import cursor
@@ -314,6 +315,9 @@ _FEED = operation(
     "Polling: the answer carries a weak `ETag` (and `Last-Modified` once the second of the "
     "last change has passed); sent back as `If-None-Match` (or `If-Modified-Since`), it is "
     "answered 304 with no body while none of the organization's reservations has changed. "
+    "`Cache-Control: private, max-age=300`: a copy may be reused for 5 minutes, then "
+    "revalidated. The document is gzip-compressed when `Accept-Encoding` allows it "
+    "(`Vary: Accept-Encoding`; the compressed one has an `ETag` of its own). "
     "`HEAD` answers the same headers without the document.",
     ok="An iCalendar (RFC 5545) document",
     query_key=True,
@@ -337,23 +341,21 @@ async def reservations_feed(
     services = services_of(request)
     by = caller(request)
     now, domain = services.clock.now(), services.settings.service_domain
+    gzip = accepts_gzip(request.headers.get("accept-encoding"))
     # One row, not 500, decides whether the calendar's copy is still current.
     found = calendar.validators(
-        await reservation_queries.changes(by.conn, by.key), by.key.org_id, domain
+        await reservation_queries.changes(by.conn, by.key), by.key.org_id, domain, gzip=gzip
     )
-    headers = found.headers(now) if found is not None else {}
-    if found is not None and found.not_modified(request.headers, now):
-        return Response(status_code=304, headers=headers)
+    # A 304 carries them too (RFC 9110 §15.4.5): they update the calendar's stored copy.
+    headers = {"cache-control": calendar.CACHE_CONTROL, "vary": "Accept-Encoding"}
+    if found is not None:
+        headers.update(found.headers(now))
+        if found.not_modified(request.headers, now):
+            return Response(status_code=304, headers=headers)
     rows = await reservation_queries.calendar(by.conn, by.key)
     body = calendar.feed(rows, domain=domain, now=now)
-    if request.method == "HEAD":  # the GET's headers, its length included, and no body
-        headers["content-length"] = str(len(body))
-        body = b""
+    if gzip:
+        body = gzipped(body)
+        headers["content-encoding"] = "gzip"
+    # HEAD is this GET, its body dropped on the way out (hangar.http.head).
     return Response(body, media_type="text/calendar; charset=utf-8", headers=headers)
-
-
-# HEAD, for calendar clients that ask before they fetch: the same operation, left out of the
-# OpenAPI description (whose operations are the eight GETs).
-router.add_api_route(
-    "/reservations.ics", reservations_feed, methods=["HEAD"], include_in_schema=False, **_FEED
-)

@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from hangar.foundation.metrics import DATABASE_ERRORS, REFUSALS
 from hangar.kit.errors import UNAVAILABLE, ApiError, is_unavailable
@@ -84,7 +85,7 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = _validation_message(errors) if errors else "Invalid request"
         return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
 
-    async def http_error(_: Request, exc: Exception) -> Response:
+    async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400:
             # FastAPI's answer to a body that is not JSON at all: still a validation error.
@@ -97,9 +98,12 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         code = _HTTP_CODES.get(exc.status_code, "ERROR")
         detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
+        headers = dict(exc.headers or {})
         if exc.status_code == 404:
             detail = "Not found"
-        return error_response(exc.status_code, code, detail)
+        elif exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
+        return error_response(exc.status_code, code, detail, headers=headers or None)
 
     async def unavailable(request: Request, exc: Exception) -> Response:
         api_database_errors.inc()
@@ -127,6 +131,29 @@ def install_error_handlers(app: FastAPI) -> None:
     for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
         app.add_exception_handler(kind, unavailable)
     app.add_exception_handler(Exception, unexpected)
+
+
+# The methods a path may answer, in the order Allow lists them: reads first, as RFC 9110's
+# examples do. HEAD is not asked: it is answered wherever GET is (hangar.http.head).
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> str:
+    """The Allow of a 405 (RFC 9110 §15.5.6): every method the request's path answers.
+
+    Starlette's own Allow names the methods of the first route whose path matched, and a
+    path is often several routes (a collection's GET and POST, each its own), so the app's
+    routes are asked, method by method, whether they would take the request: through the
+    routes' own `matches`, which holds however FastAPI nests included routers."""
+    allowed: list[str] = []
+    for method in _METHODS:
+        # A scope of its own: matching notes the router it went through in `fastapi`.
+        probe = {**request.scope, "method": method, "fastapi": {}}
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+            if method == "GET":
+                allowed.append("HEAD")
+    return ", ".join(allowed)
 
 
 def _strip_prefix(msg: str) -> str:

@@ -16,13 +16,18 @@ from hangar.keys.key_format import KEY_PREFIX as KEY_PREFIX  # what the access l
 from hangar.keys.key_format import hash_key, is_well_formed
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
-from hangar.kit.errors import Forbidden, RateLimited, Unauthorized
+from hangar.kit.errors import Forbidden, RateLimited, Unauthorized, bearer_challenge
 from hangar.kit.ratelimit import API_LIMITS
 from hangar.kit.scoping import KeyContext
 
 MISSING = "A bearer token is required: send Authorization: Bearer <API_KEY>"
 MISSING_TOKEN = "An API key is required in the token query parameter"  # noqa: S105 (a message)
 INVALID = "The API key is invalid or revoked"
+# RFC 6750 §3's challenges: no error code when no key came (§3.1: the client may not know
+# that one is needed), `invalid_token` for one that is malformed, unknown, revoked or expired.
+# The feed's key travels in the query rather than the header, still a bearer token (§2.3).
+NO_KEY_CHALLENGE = bearer_challenge()
+BAD_KEY_CHALLENGE = bearer_challenge("invalid_token")
 # last_used_at is a hint for administrators, not an audit log: one write a minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -51,9 +56,9 @@ class KeyAuthenticator:
         """The key, if it can be one: a missing or malformed key is refused (401) before
         any database work."""
         if not raw_key:
-            raise Unauthorized(missing)
+            raise Unauthorized(missing, challenge=NO_KEY_CHALLENGE)
         if not is_well_formed(raw_key):
-            raise Unauthorized(INVALID)
+            raise Unauthorized(INVALID, challenge=BAD_KEY_CHALLENGE)
         return raw_key
 
     async def authenticate(
@@ -85,7 +90,7 @@ class KeyAuthenticator:
             or row["revoked_at"] is not None
             or (row["expires_at"] is not None and row["expires_at"] <= now)
         ):
-            raise Unauthorized(INVALID)
+            raise Unauthorized(INVALID, challenge=BAD_KEY_CHALLENGE)
         key_id: uuid.UUID = row["id"]
         if self._due_for_touch(key_id, row["last_used_at"], now):
             # A write of its own, at most once a minute: the read connection stays read-only.
@@ -98,7 +103,10 @@ class KeyAuthenticator:
             raise RateLimited(f"Rate limit exceeded: {refused.label} per API key")
         scopes = frozenset(row["scopes"] or ())
         if scope not in scopes:
-            raise Forbidden(f"This API key lacks the scope {scope}", "INSUFFICIENT_SCOPE")
+            refusal = Forbidden(f"This API key lacks the scope {scope}", "INSUFFICIENT_SCOPE")
+            # RFC 6750 §3.1: the 403 names the scope the key would need.
+            refusal.headers["WWW-Authenticate"] = bearer_challenge("insufficient_scope", scope)
+            raise refusal
         return KeyContext(key_id=key_id, org_id=row["org_id"], scopes=scopes)
 
     def _due_for_touch(self, key_id: uuid.UUID, stored: datetime | None, now: datetime) -> bool:

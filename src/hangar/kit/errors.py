@@ -49,11 +49,41 @@ class Conflict(ApiError):
         super().__init__(409, code, detail)
 
 
-class Unauthorized(ApiError):
-    """401: no credentials, or credentials that prove nothing."""
+# Every 401 carries a challenge (RFC 9110 §11.6.1: at least one, in WWW-Authenticate),
+# naming the scheme the refused resource accepts, so that no refusal is silent about how to
+# authenticate. The realm is hangar's one protection space for each scheme.
+REALM = "hangar"
 
-    def __init__(self, detail: str, code: str = "UNAUTHORIZED") -> None:
+# The session API's (and the screens'): a cookie that signing in sets. No registered scheme
+# names a cookie, and Bearer (which the session API refuses) or Basic (a browser would open
+# its password dialog) would mislead: this is the "Cookie" scheme of
+# draft-broyer-http-cookie-auth, which clients that do not know it ignore. The cookie's name
+# is hangar.auth.sessions.COOKIE's (a test holds them together).
+SESSION_CHALLENGE = f'Cookie realm="{REALM}", form-action="/login", cookie-name="hangar_session"'
+
+
+def bearer_challenge(error: str | None = None, scope: str | None = None) -> str:
+    """The public API's challenge, as RFC 6750 §3 spells it: `Bearer realm="hangar"`, with
+    `error` when a token was presented and refused (`invalid_token`, `insufficient_scope`),
+    never when none was (§3.1), and the `scope` an operation needs."""
+    challenge = f'Bearer realm="{REALM}"'
+    if error is not None:
+        challenge += f', error="{error}"'
+    if scope is not None:
+        challenge += f', scope="{scope}"'
+    return challenge
+
+
+class Unauthorized(ApiError):
+    """401: no credentials, or credentials that prove nothing. Its `WWW-Authenticate` is
+    `challenge`: the session's unless the refusing resource takes another scheme (the public
+    API's keys: `bearer_challenge`)."""
+
+    def __init__(
+        self, detail: str, code: str = "UNAUTHORIZED", *, challenge: str = SESSION_CHALLENGE
+    ) -> None:
         super().__init__(401, code, detail)
+        self.headers["WWW-Authenticate"] = challenge
 
 
 class Forbidden(ApiError):
