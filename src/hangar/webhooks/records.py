@@ -25,7 +25,7 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
@@ -275,51 +275,94 @@ async def _lock_held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[
     return {o.delivery_id for o in outcomes if leases.get(o.delivery_id) == o.lease_until}
 
 
+@dataclass
+class _Run:
+    """One subscription's successes and failures in a batch, in the order they happened, as
+    what they do to its run of consecutive failures."""
+
+    head: list[datetime] = field(default_factory=list)  # failures before the first success
+    reset: bool = False  # a success came: the run restarts from zero after the head
+    # After a success: when a fifth failure in a row came, or how many failures followed
+    # the last success.
+    fifth_at: datetime | None = None
+    tail: int = 0
+
+    def add(self, counts: Literal["success", "failure"], at: datetime | None) -> None:
+        if counts == "success":
+            self.reset = True
+            if self.fifth_at is None:
+                self.tail = 0
+        elif not self.reset:
+            self.head.append(cast(datetime, at))
+        elif self.fifth_at is None:
+            self.tail += 1
+            if self.tail == FAILURES_BEFORE_DISABLE:
+                self.fifth_at = at
+
+
 async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
-    """Applies the batch's successes and failures to each subscription's failure run, in the
-    order they happened: a success forgets the failures before it. Returns how many
-    subscriptions it disabled."""
-    reset: set[uuid.UUID] = set()
-    failures: dict[uuid.UUID, list[datetime]] = defaultdict(list)
+    """Applies the batch's successes and failures to each subscription's run of consecutive
+    failures, in the order they happened: a success forgets the failures before it, and the
+    fifth failure in a row disables the subscription. Returns how many it disabled.
+
+    Only an enabled subscription's run changes: failures of deliveries still in flight when
+    the fifth disabled it (in this batch, an earlier one, or another worker's) do not count,
+    nor does a late success, so a disabled subscription says it was disabled after 5. Each
+    subscription is one statement that tests `enabled` under the row's lock, so two workers
+    settling failures at once cannot overshoot or disable twice."""
+    runs: dict[uuid.UUID, _Run] = defaultdict(_Run)
     for o in outcomes:
-        if o.counts == "success":
-            reset.add(o.subscription_id)
-            failures.pop(o.subscription_id, None)
-        elif o.counts == "failure" and o.completed_at is not None:
-            failures[o.subscription_id].append(o.completed_at)
+        if o.counts == "success" or (o.counts == "failure" and o.completed_at is not None):
+            runs[o.subscription_id].add(o.counts, o.completed_at)
     # Only a subscription with failures to forget is written (and locked): concurrent
     # successes to one receiver must not queue on its row.
-    only_reset = sorted(reset - failures.keys())
+    only_reset = sorted(k for k, r in runs.items() if not r.head and not r.tail and not r.fifth_at)
     if only_reset:
         await conn.execute(
             update(Subscription)
-            .where(Subscription.id.in_(only_reset), Subscription.consecutive_failures != 0)
+            .where(
+                Subscription.id.in_(only_reset),
+                Subscription.enabled,
+                Subscription.consecutive_failures != 0,
+            )
             .values(consecutive_failures=0)
         )
     disabled = 0
-    for sub_id in sorted(failures):  # one lock order for every worker
-        # One statement per subscription, so concurrent workers cannot lose a count or
-        # disable twice.
-        before = literal(0) if sub_id in reset else Subscription.consecutive_failures
-        run = before + len(failures[sub_id])
-        disable = run >= FAILURES_BEFORE_DISABLE
-        # Read under the row's lock first (for the metrics): whether this statement is the
-        # one that disables the subscription.
-        was_enabled = await conn.scalar(
-            select(Subscription.enabled).where(Subscription.id == sub_id).with_for_update()
-        )
+    for sub_id in sorted(runs.keys() - set(only_reset)):  # one lock order for every worker
         now_enabled = await conn.scalar(
             update(Subscription)
-            .where(Subscription.id == sub_id)
-            .values(
-                consecutive_failures=run,
-                enabled=case((disable, False), else_=Subscription.enabled),
-                disabled_at=case(
-                    (disable & Subscription.enabled, failures[sub_id][-1]),
-                    else_=Subscription.disabled_at,
-                ),
-            )
+            .where(Subscription.id == sub_id, Subscription.enabled)
+            .values(_counted(runs[sub_id]))
             .returning(Subscription.enabled)
         )
-        disabled += bool(was_enabled and not now_enabled)
+        disabled += now_enabled is False  # None: it was disabled already, and is left alone
     return disabled
+
+
+def _counted(run: _Run) -> dict[str, Any]:
+    """The subscription's new run, enabled flag and disabled_at: the head's failures count on
+    from the stored run (an enabled subscription's is below five), the rest from zero."""
+    if not run.head:
+        if run.fifth_at is None:
+            return {"consecutive_failures": run.tail}
+        return {
+            "consecutive_failures": FAILURES_BEFORE_DISABLE,
+            "enabled": False,
+            "disabled_at": run.fifth_at,
+        }
+    stored = Subscription.consecutive_failures
+    # When the fifth in a row came: which of the head's failures it is depends on the stored
+    # run; NULL when none is.
+    fifth_at = case(
+        *(
+            (stored >= FAILURES_BEFORE_DISABLE - i, literal(at, UTCDateTime()))
+            for i, at in enumerate(run.head[:FAILURES_BEFORE_DISABLE], start=1)
+        ),
+        else_=literal(run.fifth_at, UTCDateTime()),
+    )
+    after = run.tail if run.reset else stored + len(run.head)
+    return {
+        "consecutive_failures": case((fifth_at.is_not(None), FAILURES_BEFORE_DISABLE), else_=after),
+        "enabled": fifth_at.is_(None),
+        "disabled_at": fifth_at,
+    }
