@@ -233,16 +233,6 @@ def test_the_changelog_is_found_from_the_package(repo_root: Path) -> None:
     assert changelog.load().entries[0].version == API_VERSION
 
 
-def test_a_version_with_two_entries_keeps_the_first_ones_anchor() -> None:
-    log = changelog.parse(
-        "# Log\n\n## 2.0.0 — 2027-02-03\n\nLater.\n\n## 2.0.0 — 2027-01-02\n\nFirst.\n"
-    )
-    assert [(e.anchor, e.guid) for e in log.entries] == [
-        ("v2.0.0-2027-02-03", "hangar-api-2.0.0-2027-02-03"),
-        ("v2.0.0", "hangar-api-2.0.0"),
-    ]
-
-
 def test_the_changelog_never_passes_raw_html_through() -> None:
     log = changelog.parse("# Log\n\n## 2.0.0 — 2027-01-02\n\n<script>alert(1)</script>\n")
     assert "<script>" not in log.entries[0].html

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from email.utils import format_datetime
 from functools import lru_cache
@@ -37,20 +37,16 @@ class Entry:
     version: str
     released: date
     html: str
-    # A later entry of a version already listed (a change that kept the API's version) is
-    # told apart by its date, so anchors and feed ids stay unique and the first one's stay
-    # as they were.
-    repeat: bool = False
 
+    # One entry per version (tests/web/test_changelog_versions.py), so the version alone
+    # makes anchors and feed ids unique.
     @property
     def anchor(self) -> str:
-        base = "v" + self.version
-        return f"{base}-{self.released.isoformat()}" if self.repeat else base
+        return "v" + self.version
 
     @property
     def guid(self) -> str:
-        base = f"hangar-api-{self.version}"
-        return f"{base}-{self.released.isoformat()}" if self.repeat else base
+        return f"hangar-api-{self.version}"
 
 
 @dataclass(frozen=True)
@@ -79,12 +75,7 @@ def parse(markdown: str) -> Changelog:
             raise ValueError(f"CHANGELOG.md heading {heading!r} is not 'VERSION — YYYY-MM-DD'")
         body = _md.renderer.render(tokens[start + 3 : end], _md.options, {})
         entries.append(Entry(match["version"], date.fromisoformat(match["date"]), body))
-    # Newest first in the file: an entry is a repeat if an older one has its version.
-    marked = [
-        replace(e, repeat=any(o.version == e.version for o in entries[n + 1 :]))
-        for n, e in enumerate(entries)
-    ]
-    return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(marked))
+    return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(entries))
 
 
 _parsed = lru_cache(maxsize=4)(parse)
