@@ -522,3 +522,67 @@ async def test_0012_places_the_events_recorded_before_it_per_organization_and_go
             assert "position" not in columns
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
             assert "event_log_ends" not in tables
+
+
+async def test_0013_gives_subscriptions_an_empty_previous_secret_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0013 (secret rotation with overlap): an existing subscription reads as never rotated (no
+    previous secret, no expiry), a rotated one keeps both, and the way back drops only the two
+    columns 0013 added."""
+    url = blank_database_url
+    org, sub = new_id(), new_id()
+    subscriptions = sa.table(
+        "webhook_subscriptions",
+        *(sa.column(c, sa.Uuid()) for c in ("id", "org_id")),
+        *(sa.column(c, sa.String()) for c in ("name", "url", "secret_encrypted", "secret_prefix")),
+        sa.column("events", sa.JSON()),
+        sa.column("enabled", sa.Boolean()),
+        sa.column("consecutive_failures", sa.Integer()),
+        *(sa.column(c, UTCDateTime()) for c in ("created_at", "updated_at")),
+    )
+    previous = (
+        sa.column("previous_secret_encrypted", sa.String()),
+        sa.column("previous_secret_expires_at", UTCDateTime()),
+    )
+    rotated = sa.table(
+        subscriptions.name, *(sa.column(c.name, c.type) for c in subscriptions.c), *previous
+    )
+    async with at_revision(url, "0012") as engine:
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(ORGS).values(id=org, name="O", created_at=T))
+            await conn.execute(
+                sa.insert(subscriptions).values(
+                    id=sub, org_id=org, name="S", url="https://h.example.com/", events=["*"],
+                    secret_encrypted="sealed", secret_prefix="abcdabcd", enabled=True,
+                    consecutive_failures=0, created_at=T, updated_at=T,
+                )
+            )  # fmt: skip
+        await upgrade_async(url, "0013")
+        async with engine.begin() as conn:
+            row = (await conn.execute(sa.select(rotated).where(rotated.c.id == sub))).one()
+            assert (row.secret_encrypted, *row[-2:]) == ("sealed", None, None)
+            second = new_id()
+            await conn.execute(
+                sa.insert(rotated).values(
+                    {**row._asdict(), "id": second, "previous_secret_encrypted": "was",
+                     "previous_secret_expires_at": T}
+                )
+            )  # fmt: skip
+            kept = (await conn.execute(sa.select(*previous).where(rotated.c.id == second))).one()
+            assert tuple(kept) == ("was", T)
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0012")
+
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(
+                lambda sync: {
+                    c["name"] for c in sa.inspect(sync).get_columns("webhook_subscriptions")
+                }
+            )
+            assert not {"previous_secret_encrypted", "previous_secret_expires_at"} & columns
+            assert {"secret_encrypted", "secret_prefix", "deleted_at"} <= columns
+            names = await conn.scalars(
+                sa.select(subscriptions.c.secret_encrypted).order_by(subscriptions.c.id)
+            )
+            assert sorted(names) == ["sealed", "sealed"]

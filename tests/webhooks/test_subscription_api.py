@@ -26,6 +26,8 @@ VIEW_FIELDS = {
     "created_at",
     "updated_at",
     "disabled_at",
+    # Added by secret rotation (issue 28): until when the replaced secret also signs, or null.
+    "previous_secret_expires_at",
 }
 GOOD = {"name": "ops", "url": "https://hooks.example.com/hangar", "events": ["*"]}
 

@@ -27,6 +27,7 @@ from hangar.cli.keys import key_app
 from hangar.cli.orgs import member_app, org_app, user_app
 from hangar.cli.secrets import secrets_app
 from hangar.cli.serve import serve
+from hangar.cli.webhooks import webhook_app
 from hangar.cli.worker import worker
 from hangar.foundation.config import ConfigError, log_format, log_level
 from hangar.foundation.metrics import MULTIPROCESS_DIR
@@ -91,6 +92,7 @@ app.add_typer(org_app, name="org")
 app.add_typer(user_app, name="user")
 app.add_typer(member_app, name="member")
 app.add_typer(key_app, name="key")
+app.add_typer(webhook_app, name="webhook")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(secrets_app, name="secrets")
 

@@ -22,7 +22,8 @@ from HANGAR_SECRET_KEY_PREVIOUS everywhere and restart again.
 Safe while hangar serves and delivers: it works in batches of short transactions, and a
 subscription created or deleted meanwhile is left as it is. Running it again changes nothing.
 The secrets themselves stay the same, so receivers notice nothing; deleted subscriptions are
-resealed too, so the old key opens nothing in a later copy of the database.
+resealed too, so the old key opens nothing in a later copy of the database, and so is the
+previous secret of a subscription whose secret was rotated (it signs during the grace).
 
 Progress goes to stderr. One JSON object on stdout counts the secrets resealed, those already
 sealed with the current key, and those no key opens (listed by subscription and organization
@@ -33,7 +34,7 @@ that sealed it is missing from HANGAR_SECRET_KEY_PREVIOUS."""
 def _progress(found: Resealed) -> None:
     typer.echo(
         f"hangar: {found.checked} webhook secrets checked: {found.resealed} resealed, "
-        f"{found.already_current} already current, {len(found.unreadable)} unreadable",
+        f"{found.already_current} already current, {found.unreadable_secrets} unreadable",
         err=True,
     )
 
@@ -55,7 +56,7 @@ def secrets_reseal() -> None:
         {
             "resealed": found.resealed,
             "already_current": found.already_current,
-            "unreadable": len(found.unreadable),
+            "unreadable": found.unreadable_secrets,
             "unreadable_subscriptions": [
                 {"id": u.subscription_id, "org_id": u.org_id, "deleted": u.deleted}
                 for u in found.unreadable

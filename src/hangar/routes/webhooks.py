@@ -1,5 +1,5 @@
-"""/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, Test, the delivery log,
-Redeliver, health.
+"""/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, rotating the secret, Test,
+the delivery log, Redeliver, health.
 
 The actions are webhooks/service.py's, shared with the Org Settings screens; these routes
 only present them as JSON, in the request's one transaction."""
@@ -7,8 +7,9 @@ only present them as JSON, in the request's one transaction."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from hangar.http.access import acting
@@ -18,15 +19,21 @@ from hangar.kit.params import Digits
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.webhooks import service
-from hangar.webhooks.service import DELIVERY, SUBSCRIPTION, NewSubscription, SubscriptionEdit
+from hangar.webhooks.service import (
+    DELIVERY,
+    SUBSCRIPTION,
+    NewSubscription,
+    SecretRotation,
+    SubscriptionEdit,
+)
 
 router = APIRouter(prefix=f"{ORG_PREFIX}/webhooks", include_in_schema=False, route_class=JsonRoute)
 Admin = Annotated[Actor, acting(ORG_SETTINGS)]
 
 
 @router.get("")
-async def list_subscriptions(actor: Admin, conn: Tx) -> Response:
-    return json_response(await service.list_all(conn, actor.org_id))
+async def list_subscriptions(actor: Admin, conn: Tx, now: Now) -> Response:
+    return json_response(await service.list_all(conn, actor.org_id, now))
 
 
 @router.post("", status_code=201)
@@ -37,8 +44,9 @@ async def create_subscription(
 
 
 @router.get("/{sub_id}")
-async def get_subscription(actor: Admin, conn: Tx, sub_id: str) -> Response:
-    return json_response(await service.get(conn, actor.org_id, path_id(sub_id, SUBSCRIPTION)))
+async def get_subscription(actor: Admin, conn: Tx, now: Now, sub_id: str) -> Response:
+    target = path_id(sub_id, SUBSCRIPTION)
+    return json_response(await service.get(conn, actor.org_id, target, now=now))
 
 
 @router.patch("/{sub_id}")
@@ -61,6 +69,24 @@ async def enable_subscription(actor: Admin, conn: Tx, now: Now, sub_id: str) -> 
     return json_response(await service.enable(conn, actor.org_id, target, now))
 
 
+# 200, not 201: the subscription keeps its id and nothing new is addressable (an API key's
+# rotation answers 201 for the new key it issues). No body: the default grace.
+@router.post("/{sub_id}/rotate-secret")
+async def rotate_secret(
+    services: ServicesDep,
+    actor: Admin,
+    conn: Tx,
+    now: Now,
+    sub_id: str,
+    body: SecretRotation | None = None,
+) -> Response:
+    target = path_id(sub_id, SUBSCRIPTION)
+    rotated = await service.rotate_secret(
+        conn, services.secret_box, actor.org_id, target, body or SecretRotation(), now
+    )
+    return json_response(rotated)
+
+
 @router.post("/{sub_id}/test", status_code=202)
 async def test_subscription(
     services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str
@@ -72,13 +98,28 @@ async def test_subscription(
 
 @router.get("/{sub_id}/deliveries")
 async def list_deliveries(
+    request: Request,
+    services: ServicesDep,
     actor: Admin,
     conn: Tx,
     sub_id: str,
     limit: Annotated[int, Query(ge=1, le=200), Digits] = 50,
+    status: str | None = None,
+    event: str | None = None,
+    before: str | None = None,
 ) -> Response:
+    # The body stays the bare array (interfaces.md §4): the next page is in the Link header,
+    # as GitHub's paged lists say it.
     target = path_id(sub_id, SUBSCRIPTION)
-    return json_response(await service.deliveries(conn, actor.org_id, target, limit))
+    filters = service.log_filters(status, event)
+    found = await service.deliveries(
+        conn, services.cursor_keys, actor.org_id, target, limit, filters, before
+    )
+    response = json_response(found.deliveries)
+    if found.older is not None:
+        query = urlencode({"limit": limit, **filters.query(before=found.older)})
+        response.headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
+    return response
 
 
 @router.get("/{sub_id}/health")

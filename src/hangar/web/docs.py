@@ -139,6 +139,28 @@ def _snippet(name: str) -> str:
     return (SNIPPETS / name).read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Receiver:
+    anchor: str
+    title: str
+    file: str
+
+    @property
+    def snippet(self) -> str:
+        return _snippet(self.file)
+
+
+# The receivers "Verifying signatures" shows, each run under its own runtime against signed
+# deliveries by tests/web/test_receiver_snippets.py.
+RECEIVERS = (
+    Receiver("receiver-python", "Python", "receiver.py"),
+    Receiver("receiver-node", "Node.js", "receiver.js"),
+    Receiver("receiver-ruby", "Ruby", "receiver.rb"),
+    Receiver("receiver-php", "PHP", "receiver.php"),
+    Receiver("receiver-go", "Go", "receiver.go"),
+)
+
+
 @router.get("/docs")
 async def docs(request: Request) -> Response:
     reference = _reference(request.app)
@@ -151,8 +173,7 @@ async def docs(request: Request) -> Response:
         operations=reference.operations,
         scopes=SCOPES,
         events=EVENTS,
-        python_snippet=_snippet("receiver.py"),
-        node_snippet=_snippet("receiver.js"),
+        receivers=RECEIVERS,
         client_snippet=_snippet("client.py"),
         poll_python_snippet=_snippet("poll_events.py"),
         poll_node_snippet=_snippet("poll_events.js"),

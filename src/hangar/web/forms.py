@@ -35,6 +35,15 @@ _PLAIN = {
 }
 
 
+def whole_number(text: str, default: int) -> int | str:
+    """A form's number field, for a strict request model: digits become the number and an
+    empty field the default; anything else stays text, which the model refuses."""
+    text = text.strip()
+    if text == "":
+        return default
+    return int(text) if text.isascii() and text.isdigit() else text
+
+
 def parse(model: type[Model], data: Mapping[str, Any]) -> tuple[Model | None, dict[str, str]]:
     """The model, or the first error per field in words a person reads."""
     try:

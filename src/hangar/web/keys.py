@@ -21,7 +21,7 @@ from hangar.keys.service import KeyView, NewKey, NewKeyView, Rotation
 from hangar.kit.container import Services
 from hangar.kit.scopes import SCOPES
 from hangar.web.access import Admin, AdminForm, AdminPage
-from hangar.web.forms import parse, submit
+from hangar.web.forms import parse, submit, whole_number
 from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(prefix="/settings/{org_id}/keys", route_class=PageRoute)
@@ -158,10 +158,7 @@ async def rotate_key(
 ) -> Response:
     admin = posted.admin
     grace = posted.text("grace_hours").strip()
-    # A form holds text; the body is strict, so only digits become the number of hours.
-    hours: int | str = int(grace) if grace.isascii() and grace.isdigit() else grace
-    if grace == "":
-        hours = key_service.DEFAULT_GRACE_HOURS
+    hours = whole_number(grace, key_service.DEFAULT_GRACE_HOURS)
     body, _ = parse(Rotation, {"grace_hours": hours})
     if body is None:
         key = await _one(conn, admin, key_id, now)

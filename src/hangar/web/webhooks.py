@@ -1,13 +1,15 @@
-"""/settings/{org_id}/webhooks: subscriptions, Enable, Test, the delivery log with the
-subscription's health above it, and Redeliver.
+"""/settings/{org_id}/webhooks: subscriptions, Enable, Rotate secret, Test, the delivery log
+with the subscription's health above it, and Redeliver.
 
 Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
-concern. The secret exists in plain text only in the response to the creating POST.
+concern. The secret exists in plain text only in the response to the POST that made it
+(creating the subscription, or rotating its secret).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypedDict
 
 from fastapi import APIRouter, Request
@@ -16,8 +18,9 @@ from starlette.responses import Response
 
 from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
+from hangar.web.delivery_log import log_view
 from hangar.web.events import EVENTS
-from hangar.web.forms import submit
+from hangar.web.forms import parse, submit, whole_number
 from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
@@ -27,6 +30,7 @@ from hangar.webhooks.service import (
     REDELIVERY_LIMITS,
     SUBSCRIPTION,
     NewSubscription,
+    SecretRotation,
     SubscriptionEdit,
     SubscriptionView,
     duration_words,
@@ -34,8 +38,6 @@ from hangar.webhooks.service import (
 )
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
-
-DELIVERIES_SHOWN = 20
 
 
 class Values(TypedDict):
@@ -48,13 +50,13 @@ class Values(TypedDict):
 
 def status_words(sub: SubscriptionView) -> str:
     failures = sub["consecutive_failures"]
+    # The recorder stops the counter at the fifth (webhooks.records): a disabled one says 5.
+    run = f"{failures} consecutive failed deliver{'y' if failures == 1 else 'ies'}"
     if not sub["enabled"]:
         # Test resets the counter without enabling, so a disabled one may show zero.
-        return (
-            f"Disabled after {failures} consecutive failed deliveries" if failures else "Disabled"
-        )
+        return f"Disabled after {run}" if failures else "Disabled"
     if failures:
-        return f"Enabled, {failures} consecutive failed deliveries"
+        return f"Enabled, {run}"
     return "Enabled"
 
 
@@ -69,8 +71,8 @@ def _page(admin: Admin, **context: Any) -> dict[str, Any]:
 
 
 @router.get("")
-async def list_subscriptions(request: Request, admin: AdminPage, conn: Tx) -> Response:
-    found = await service.list_all(conn, admin.org_id)
+async def list_subscriptions(request: Request, admin: AdminPage, conn: Tx, now: Now) -> Response:
+    found = await service.list_all(conn, admin.org_id, now)
     return render(
         request,
         "webhooks.html",
@@ -129,8 +131,10 @@ async def create(
     return _form(request, admin, status=422, values=values, errors=errors)
 
 
-async def _one(conn: AsyncConnection, admin: Admin, sub_id: str) -> SubscriptionView:
-    return await service.get(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION))
+async def _one(
+    conn: AsyncConnection, admin: Admin, sub_id: str, now: datetime | None = None
+) -> SubscriptionView:
+    return await service.get(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now=now)
 
 
 @router.get("/{sub_id}/edit")
@@ -169,6 +173,56 @@ async def delete(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
+def _rotate_form(
+    request: Request,
+    admin: Admin,
+    sub: SubscriptionView,
+    *,
+    status: int = 200,
+    grace: str = "",
+    errors: dict[str, str] | None = None,
+) -> Response:
+    return render(
+        request,
+        "webhook_rotate.html",
+        status,
+        **_page(
+            admin,
+            sub=sub,
+            grace=grace or str(service.DEFAULT_GRACE_HOURS),
+            max_grace=service.MAX_GRACE_HOURS,
+            errors=errors or {},
+        ),
+    )
+
+
+@router.get("/{sub_id}/rotate-secret")
+async def rotate_secret_form(
+    request: Request, admin: AdminPage, conn: Tx, now: Now, sub_id: str
+) -> Response:
+    return _rotate_form(request, admin, await _one(conn, admin, sub_id, now))
+
+
+@router.post("/{sub_id}/rotate-secret")
+async def rotate_secret(
+    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
+) -> Response:
+    admin = posted.admin
+    grace = posted.text("grace_hours").strip()
+    hours = whole_number(grace, service.DEFAULT_GRACE_HOURS)
+    body, _ = parse(SecretRotation, {"grace_hours": hours})
+    if body is None:
+        sub = await _one(conn, admin, sub_id, now)
+        errors = {
+            "grace_hours": f"Choose a whole number of hours from 0 to {service.MAX_GRACE_HOURS}."
+        }
+        return _rotate_form(request, admin, sub, status=422, grace=grace, errors=errors)
+    target = path_id(sub_id, SUBSCRIPTION)
+    box = services.secret_box
+    rotated = await service.rotate_secret(conn, box, admin.org_id, target, body, now)
+    return render(request, "webhook_secret.html", **_page(admin, sub=rotated, rotated=True))
+
+
 @router.post("/{sub_id}/enable")
 async def enable(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
     admin = posted.admin
@@ -193,10 +247,14 @@ async def deliveries(
     target = path_id(sub_id, SUBSCRIPTION)
     sub = await service.get(conn, admin.org_id, target)
     health = await service.subscription_health(conn, services, admin.org_id, target, now)
-    found = await service.deliveries(conn, admin.org_id, target, DELIVERIES_SHOWN)
+    url = f"/settings/{admin.org_id}/webhooks/{target}/deliveries"
+    log = await log_view(
+        conn, services.cursor_keys, admin.org_id, target, url, request.query_params
+    )
     return render(
         request,
         "deliveries.html",
+        400 if log.bad else 200,
         **_page(
             admin,
             sub=sub,
@@ -204,10 +262,9 @@ async def deliveries(
             charts=charts(health),
             duration_words=duration_words,
             percent_words=percent_words,
-            deliveries=found,
-            pending=any(d["status"] == "pending" for d in found),
             done=request.query_params.get("done", ""),
             redelivery_limit=REDELIVERY_LIMITS[0].label,
+            **log.context(),
         ),
     )
 

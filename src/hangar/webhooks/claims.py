@@ -38,6 +38,9 @@ class Claimed:
     lease_until: datetime
     url: str
     secret_encrypted: str
+    # The secret a rotation replaced, and until when it also signs (None: it does not).
+    previous_secret_encrypted: str | None
+    previous_secret_expires_at: datetime | None
     enabled: bool
     deleted: bool
     data: str
@@ -58,6 +61,8 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
             deliveries.c.series_from,
             Subscription.url,
             Subscription.secret_encrypted,
+            Subscription.previous_secret_encrypted,
+            Subscription.previous_secret_expires_at,
             Subscription.enabled,
             Subscription.deleted_at.is_not(None).label("deleted"),
             Event.data,

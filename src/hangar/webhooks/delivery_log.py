@@ -1,4 +1,9 @@
-"""A subscription's recent deliveries as the log shows them, and Redeliver.
+"""A subscription's delivery log, a page at a time, and Redeliver.
+
+The log reads newest first, a page at a time, back through the whole retention window: each
+page ends with a cursor of the next (older) one, sealed (kit/cursor.py) to the organization,
+the subscription and the filters (by status, by event), so it is refused anywhere else. The
+keyset is (created_at, id), the order of the subscription's index on its deliveries.
 
 Each attempt says in a sentence what became of it (webhooks/explain.py), what was sent (the
 headers as they went out, the signature included, and the body) and what came back (status
@@ -16,19 +21,24 @@ and checks the URL like any attempt.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, Select, literal, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import users
+from hangar.kit import cursor as cursors
 from hangar.kit.container import Services
-from hangar.kit.errors import Conflict, NotFound, RateLimited
+from hangar.kit.cursor import CursorKeys, InvalidCursor
+from hangar.kit.errors import ApiError, Conflict, NotFound, RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.kit.rows import insert_new
 from hangar.webhooks import outbox
 from hangar.webhooks import subscriptions as subs
+from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.explain import explain
 from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
 from hangar.webhooks.signing import envelope
@@ -38,6 +48,10 @@ DELIVERY = "delivery"
 # tests an administrator needs while repairing a receiver, nor the other way round.
 REDELIVERY_LIMITS = (Limit(10, 3600, "10 redeliveries per hour"),)
 FINISHED = ("succeeded", "failed")
+# What the log can be filtered by: a delivery's states, and what a delivery can carry (the
+# catalogue's events and the Test action's ping).
+STATUSES = ("pending", "succeeded", "failed", "skipped")
+LOGGED_EVENTS = (*EVENT_NAMES, TEST_PING)
 
 
 def kept_for(days: int) -> str:
@@ -97,27 +111,145 @@ class DeliveryView(TypedDict):
     redeliveries: list[RedeliveryView]
 
 
-async def recent_deliveries(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, limit: int
-) -> list[DeliveryView]:
-    await subs.get_subscription(conn, org_id, sub_id)
-    deliveries = (
-        await conn.execute(
-            select(
-                Delivery.id,
-                Delivery.event_name,
-                Delivery.event_id,
-                Delivery.status,
-                Delivery.created_at,
-                Delivery.completed_at,
-                Event.data,
-            )
-            .join(Event, Event.id == Delivery.event_id)
-            .where(Delivery.org_id == org_id, Delivery.subscription_id == sub_id)
-            .order_by(Delivery.created_at.desc(), Delivery.id.desc())
-            .limit(limit)
+@dataclass(frozen=True)
+class LogFilters:
+    """Which deliveries the log lists; None: any."""
+
+    status: str | None = None
+    event: str | None = None
+
+    def query(self, before: str | None = None) -> dict[str, str]:
+        """The query parameters of a page of the log under these filters."""
+        given = {"status": self.status, "event": self.event, "before": before}
+        return {name: value for name, value in given.items() if value is not None}
+
+
+def filter_problems(status: str | None, event: str | None) -> dict[str, str]:
+    """What is wrong with each filter value given ("" and None: no filter), by its name."""
+    problems = {}
+    if status and status not in STATUSES:
+        problems["status"] = (
+            f"{status!r} is not a delivery status: choose pending, succeeded, failed or skipped."
         )
-    ).all()
+    if event and event not in LOGGED_EVENTS:
+        problems["event"] = (
+            f"{event!r} is not an event of the catalogue (nor test.ping): choose one of "
+            "those listed."
+        )
+    return problems
+
+
+def log_filters(status: str | None, event: str | None) -> LogFilters:
+    """The filters as given, checked: 422 naming each bad value (UNKNOWN_EVENT when the
+    event is the only one, as the events API says it; VALIDATION_ERROR otherwise)."""
+    problems = filter_problems(status, event)
+    if problems:
+        code = "UNKNOWN_EVENT" if set(problems) == {"event"} else "VALIDATION_ERROR"
+        raise ApiError(
+            422,
+            code,
+            " ".join(problems.values()),
+            [{"loc": ["query", name], "msg": msg} for name, msg in problems.items()],
+        )
+    return LogFilters(status or None, event or None)
+
+
+@dataclass(frozen=True)
+class LogPage:
+    deliveries: list[DeliveryView]
+    older: str | None  # the cursor of the next (older) page; None: this page is the last
+
+
+def _context(sub_id: uuid.UUID, filters: LogFilters) -> str:
+    """What a cursor is bound to, besides the organization: the log and its filters."""
+    return "\x00".join(("deliveries", str(sub_id), filters.status or "", filters.event or ""))
+
+
+class InvalidLogCursor(ApiError):
+    """400: `before` is not a cursor this log gave under these filters (altered, another
+    organization's or subscription's, or made with other filters)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            400,
+            "INVALID_CURSOR",
+            "The cursor is not valid here: follow the Link header's next page as given, "
+            "with the same filters",
+        )
+
+
+def _read_cursor(
+    keys: CursorKeys, org_id: uuid.UUID, context: str, text: str
+) -> tuple[datetime, uuid.UUID]:
+    try:
+        created, id_hex = cursors.unseal(keys, org_id, context, text)
+        # Signed by us, so well formed; still, never let a surprise become a 500.
+        return cursors.from_micros(created), uuid.UUID(hex=id_hex)
+    except (InvalidCursor, ValueError, TypeError, OverflowError, AttributeError):
+        raise InvalidLogCursor from None
+
+
+async def log_page(
+    conn: AsyncConnection,
+    keys: CursorKeys,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    limit: int,
+    filters: LogFilters = LogFilters(),  # frozen: a shared default is safe
+    before: str | None = None,
+) -> LogPage:
+    """Up to `limit` deliveries, newest first, older than the cursor `before` (from the
+    newest without it). 404: not this organization's subscription; InvalidLogCursor."""
+    await subs.get_subscription(conn, org_id, sub_id)
+    context = _context(sub_id, filters)
+    after = _read_cursor(keys, org_id, context, before) if before else None
+    # One more than asked: whether there is an older page.
+    rows = (await conn.execute(_page_query(org_id, sub_id, filters, after, limit + 1))).all()
+    shown = rows[:limit]
+    older = None
+    if len(rows) > limit:
+        last = shown[-1]
+        older = cursors.seal(keys, org_id, context, [cursors.micros(last.created_at), last.id.hex])
+    return LogPage(await _views(conn, shown), older)
+
+
+def _page_query(
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    filters: LogFilters,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> Select[*tuple[Any, ...]]:
+    stmt = (
+        select(
+            Delivery.id,
+            Delivery.event_name,
+            Delivery.event_id,
+            Delivery.status,
+            Delivery.created_at,
+            Delivery.completed_at,
+            Event.data,
+        )
+        .join(Event, Event.id == Delivery.event_id)
+        .where(Delivery.org_id == org_id, Delivery.subscription_id == sub_id)
+    )
+    if filters.status is not None:
+        stmt = stmt.where(Delivery.status == filters.status)
+    if filters.event is not None:
+        stmt = stmt.where(Delivery.event_name == filters.event)
+    if after is not None:
+        created_at, delivery_id = after
+        stmt = stmt.where(
+            tuple_(Delivery.created_at, Delivery.id)
+            < tuple_(
+                literal(created_at, Delivery.created_at.type),
+                literal(delivery_id, Delivery.id.type),
+            )
+        )
+    return stmt.order_by(Delivery.created_at.desc(), Delivery.id.desc()).limit(limit)
+
+
+async def _views(conn: AsyncConnection, deliveries: Sequence[Row[Any]]) -> list[DeliveryView]:
     ids = [d.id for d in deliveries]
     redeliveries = await _redeliveries(conn, ids)
     attempts: dict[uuid.UUID, list[AttemptView]] = {d.id: [] for d in deliveries}

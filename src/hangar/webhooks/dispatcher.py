@@ -86,9 +86,9 @@ class Dispatcher:
         self._clock = clock
         self._sender = sender
         # Decrypting a secret (Fernet) at every attempt repeats the same work for every
-        # delivery to a subscription; the secret never changes (no rotation in place: a new
-        # one means a new subscription, with a new sealed value). `hangar secrets reseal`
-        # changes the sealed value, never the secret: one more miss, the same answer.
+        # delivery to a subscription; a sealed value always opens to the same secret (a
+        # rotation seals a new secret: a new sealed value). `hangar secrets reseal` changes
+        # the sealed value, never the secret: one more miss, the same answer.
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
@@ -274,6 +274,7 @@ class Dispatcher:
             FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
         try:
             secret = self._open_secret(delivery.secret_encrypted)
+            previous = self._previous_secret(delivery, started_at)
         except SecretUnreadable:
             # A failed attempt, not an exception: left to its lease, it would loop forever.
             error = (
@@ -296,11 +297,21 @@ class Dispatcher:
                 body,
                 event_id=str(delivery.event_id),
                 sent_at=started_at,
+                previous_secret=previous,
             )
             with ATTEMPTS_IN_PROGRESS.track_inprogress():
                 result = await self._sender.post(delivery.url, sent, body)
         ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
         await self._record(delivery, started_at, result, counts=not is_test)
+
+    def _previous_secret(self, delivery: Claimed, started_at: datetime) -> str | None:
+        """The secret a rotation replaced, if its grace still runs when this attempt starts:
+        decided at each attempt, so a retry or redelivery after the grace carries the new
+        secret's signature alone."""
+        sealed, until = delivery.previous_secret_encrypted, delivery.previous_secret_expires_at
+        if sealed is None or until is None or started_at >= until:
+            return None
+        return self._open_secret(sealed)
 
     async def _record(
         self, delivery: Claimed, started_at: datetime, result: AttemptResult, *, counts: bool

@@ -24,6 +24,10 @@ class Subscription(Base):
     events: Mapped[list[str]] = mapped_column(JSON)
     secret_encrypted: Mapped[str] = mapped_column(Text)  # Fernet, key from HANGAR_SECRET_KEY
     secret_prefix: Mapped[str] = mapped_column(String(8))
+    # The secret a rotation replaced, sealed the same way: it signs every attempt too until
+    # previous_secret_expires_at (X-Service-Signature-Previous). NULL when none does.
+    previous_secret_encrypted: Mapped[str | None] = mapped_column(Text)
+    previous_secret_expires_at: Mapped[datetime | None]
     enabled: Mapped[bool] = mapped_column(default=True)
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime]

@@ -7,6 +7,10 @@ the one read (compare and set). Only the sealed value is written, so a subscript
 meanwhile stays deleted and one created meanwhile (sealed by a process that has the current
 key) is left as it is. Idempotent: a secret already sealed under the current key is counted,
 never written. The secret itself is the same before and after: receivers notice nothing.
+
+A subscription inside a rotation's grace holds two sealed secrets, the current one and the
+one it replaced: both are resealed, in one compare and set (a rotation meanwhile changes the
+current one, so the row is read again), and each is counted as a secret.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.foundation.crypto import SecretBox, SecretUnreadable
@@ -27,7 +31,8 @@ BATCH = 100
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A subscription whose secret no key opens: named, never shown."""
+    """A subscription whose secret (or previous secret, or both) no key opens: named, never
+    shown."""
 
     subscription_id: uuid.UUID
     org_id: uuid.UUID
@@ -41,10 +46,13 @@ class Resealed:
     resealed: int = 0
     already_current: int = 0
     unreadable: list[Unreadable] = field(default_factory=list)
+    # Secrets no key opens: a subscription in `unreadable` may hold two.
+    unreadable_secrets: int = 0
 
     @property
     def checked(self) -> int:
-        return self.resealed + self.already_current + len(self.unreadable)
+        """Secrets, not subscriptions: one inside a rotation's grace holds two."""
+        return self.resealed + self.already_current + self.unreadable_secrets
 
     @property
     def blocking(self) -> list[Unreadable]:
@@ -57,8 +65,11 @@ _ROW = (
     Subscription.id,
     Subscription.org_id,
     Subscription.secret_encrypted,
+    Subscription.previous_secret_encrypted,
     Subscription.deleted_at,
 )
+# The sealed columns of a row: the current secret, and the one a rotation replaced (or None).
+_SEALED = ("secret_encrypted", "previous_secret_encrypted")
 
 
 @dataclass
@@ -92,31 +103,51 @@ class Resealing:
         return len(rows) == self.size
 
     async def _one(self, conn: AsyncConnection, row: Any) -> None:
-        # A row changed since it was read (by another run) is read again and judged on what
-        # it holds now; one deleted outright is gone, and so not counted.
+        # A row changed since it was read (by another run, or a rotation) is read again and
+        # judged on what it holds now; one deleted outright is gone, and so not counted.
         while row is not None:
-            try:
-                sealed = self.box.resealed(row.secret_encrypted)
-            except SecretUnreadable:
+            judged = Resealed()
+            changes: dict[str, str] = {}
+            for column in _SEALED:
+                sealed = getattr(row, column)
+                if sealed is None:
+                    continue
+                try:
+                    again = self.box.resealed(sealed)
+                except SecretUnreadable:
+                    judged.unreadable_secrets += 1
+                    continue
+                if again is None:
+                    judged.already_current += 1
+                else:
+                    changes[column] = again
+                    judged.resealed += 1
+            if changes:
+                written = await conn.execute(
+                    update(Subscription).where(_unchanged(row)).values(**changes)
+                )
+                if written.rowcount != 1:
+                    row = (
+                        await conn.execute(select(*_ROW).where(Subscription.id == row.id))
+                    ).first()
+                    continue
+            self.found.resealed += judged.resealed
+            self.found.already_current += judged.already_current
+            if judged.unreadable_secrets:
+                self.found.unreadable_secrets += judged.unreadable_secrets
                 self.found.unreadable.append(
                     Unreadable(row.id, row.org_id, deleted=row.deleted_at is not None)
                 )
-                return
-            if sealed is None:
-                self.found.already_current += 1
-                return
-            written = await conn.execute(
-                update(Subscription)
-                .where(
-                    Subscription.id == row.id,
-                    Subscription.secret_encrypted == row.secret_encrypted,
-                )
-                .values(secret_encrypted=sealed)
-            )
-            if written.rowcount == 1:
-                self.found.resealed += 1
-                return
-            row = (await conn.execute(select(*_ROW).where(Subscription.id == row.id))).first()
+            return
+
+
+def _unchanged(row: Any) -> ColumnElement[bool]:
+    """The row still holds the sealed values read (compare and set)."""
+    return and_(
+        Subscription.id == row.id,
+        Subscription.secret_encrypted == row.secret_encrypted,
+        Subscription.previous_secret_encrypted.is_not_distinct_from(row.previous_secret_encrypted),
+    )
 
 
 async def reseal_all(

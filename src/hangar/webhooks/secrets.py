@@ -1,5 +1,5 @@
 """Webhook signing secrets: made from the CSPRNG, sealed at rest
-(hangar.foundation.crypto.SecretBox)."""
+(hangar.foundation.crypto.SecretBox), replaced by rotation with a grace window."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import base64
 import secrets
 
 SECRET_PREFIX_LENGTH = 8
+# Rotation: how long the secret it replaces goes on signing beside the new one (0 stops it at
+# once). The default is a day, as for API keys; the most is GAFlight's 72 hours.
+DEFAULT_GRACE_HOURS = 24
+MAX_GRACE_HOURS = 72
 
 
 def new_secret() -> str:

@@ -1,5 +1,6 @@
-"""The subscription actions: list, get, create, edit, delete, enable, Test, the delivery log,
-Redeliver and health; and the operator's resealing of every secret after a key rotation.
+"""The subscription actions: list, get, create, edit, delete, enable, rotate the secret, Test,
+the delivery log, Redeliver and health; and the operator's resealing of every secret after a
+key rotation.
 
 Each action once, for the management API (routes/webhooks.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
@@ -17,6 +18,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.foundation.config import Settings
+from hangar.foundation.crypto import SecretBox
 from hangar.kit.bodies import RequestBody
 from hangar.kit.container import Services, webhook_secret_box
 from hangar.kit.errors import RateLimited
@@ -25,9 +27,13 @@ from hangar.webhooks import catalogue, delivery_log, health, outbox, resealing
 from hangar.webhooks import subscriptions as subs
 
 # What the routes and the screens name besides the actions: the 404s' words, the views they
-# present, and the words of the health summary.
+# present, the words of the health summary, and a rotation's grace window.
 from hangar.webhooks.delivery_log import DELIVERY as DELIVERY
+from hangar.webhooks.delivery_log import LOGGED_EVENTS as LOGGED_EVENTS
 from hangar.webhooks.delivery_log import REDELIVERY_LIMITS as REDELIVERY_LIMITS
+from hangar.webhooks.delivery_log import STATUSES as STATUSES
+from hangar.webhooks.delivery_log import InvalidLogCursor as InvalidLogCursor
+from hangar.webhooks.delivery_log import LogFilters as LogFilters
 from hangar.webhooks.health import BucketView as BucketView
 from hangar.webhooks.health import HealthView as HealthView
 from hangar.webhooks.health import SeriesView as SeriesView
@@ -35,8 +41,10 @@ from hangar.webhooks.health import duration_words as duration_words
 from hangar.webhooks.health import percent_words as percent_words
 from hangar.webhooks.resealing import Resealed as Resealed
 from hangar.webhooks.resealing import Unreadable as Unreadable
+from hangar.webhooks.secrets import DEFAULT_GRACE_HOURS as DEFAULT_GRACE_HOURS
+from hangar.webhooks.secrets import MAX_GRACE_HOURS as MAX_GRACE_HOURS
 from hangar.webhooks.subscriptions import SUBSCRIPTION as SUBSCRIPTION
-from hangar.webhooks.subscriptions import NewSubscriptionView
+from hangar.webhooks.subscriptions import NewSubscriptionView as NewSubscriptionView
 from hangar.webhooks.subscriptions import SubscriptionView as SubscriptionView
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
@@ -54,13 +62,22 @@ class SubscriptionEdit(RequestBody):
     events: list[str] | None = Field(None, max_length=20)
 
 
+class SecretRotation(RequestBody):
+    """How long the replaced secret goes on signing: 0 (it stops at once) to 72 hours."""
+
+    grace_hours: int = Field(DEFAULT_GRACE_HOURS, ge=0, le=MAX_GRACE_HOURS)
+
+
 # The actions the subscriptions and the delivery log already are, as they are: this layer
 # adds nothing to them.
 list_all = subs.list_subscriptions
 get = subs.get_subscription
 delete = subs.delete_subscription
 enable = subs.enable_subscription
-deliveries = delivery_log.recent_deliveries
+# The log, a page at a time (newest first), with its filters by status and event.
+deliveries = delivery_log.log_page
+log_filters = delivery_log.log_filters
+filter_problems = delivery_log.filter_problems
 # Redeliver: a finished delivery queued again, same id and event (10 per hour).
 redeliver = delivery_log.redeliver
 
@@ -105,6 +122,21 @@ async def edit(
     # What the body leaves out is None: unchanged.
     return await subs.edit_subscription(
         conn, org_id, sub_id, **body.model_dump(), resolver=services.resolver, now=now
+    )
+
+
+async def rotate_secret(
+    conn: AsyncConnection,
+    box: SecretBox,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    body: SecretRotation,
+    now: datetime,
+) -> NewSubscriptionView:
+    """A new secret, shown once; the replaced one signs too for the body's grace. `box` seals
+    it: the services' (the API, the screens) or one made from the settings (the CLI)."""
+    return await subs.rotate_secret(
+        conn, org_id, sub_id, grace_hours=body.grace_hours, box=box, now=now
     )
 
 

@@ -4,6 +4,11 @@ Two signatures over the same body, keyed with the same secret's UTF-8 bytes: the
 `X-Service-Signature` (the body alone), and Standard Webhooks' `webhook-signature` (the
 delivery id and the attempt's unix second before the body), which the official verifiers in
 many languages check, rejecting a stale timestamp: replay protection the first cannot give.
+
+During a rotation's grace the previous secret signs too, so a receiver that still holds it
+verifies every delivery until it switches: `X-Service-Signature-Previous` beside the
+contract's header, and a second `v1,` signature in `webhook-signature`, which Standard
+Webhooks lets hold several (space-separated) for exactly this.
 """
 
 from __future__ import annotations
@@ -61,19 +66,29 @@ def headers(
     *,
     event_id: str,
     sent_at: datetime,
+    previous_secret: str | None = None,
 ) -> dict[str, str]:
     """Every delivery's headers. `sent_at` is the instant the envelope's `delivered_at` says
-    (each attempt's own), so the signed timestamp and the body agree."""
+    (each attempt's own), so the signed timestamp and the body agree. `previous_secret` is
+    the one a rotation replaced, while its grace lasts: it signs beside `secret`."""
     timestamp = unix_seconds(sent_at)
-    return {
+    signatures = [standard_signature(secret, delivery_id, timestamp, body)]
+    sent = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": event,
         "X-Service-Signature": signature(secret, body),
+    }
+    if previous_secret is not None:
+        sent["X-Service-Signature-Previous"] = signature(previous_secret, body)
+        signatures.append(standard_signature(previous_secret, delivery_id, timestamp, body))
+    return {
+        **sent,
         "X-Service-Delivery": delivery_id,
         # The id the events API lists it under: a consumer of both drops duplicates by it.
         "X-Service-Event-Id": event_id,
         "webhook-id": delivery_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": standard_signature(secret, delivery_id, timestamp, body),
+        # The new secret's first: a verifier tries each in turn.
+        "webhook-signature": " ".join(signatures),
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from sqlalchemy import select, update
@@ -35,6 +35,7 @@ _VIEW = (
     Subscription.created_at,
     Subscription.updated_at,
     Subscription.disabled_at,
+    Subscription.previous_secret_expires_at,
 )
 
 
@@ -51,21 +52,28 @@ class SubscriptionView(TypedDict):
     created_at: datetime
     updated_at: datetime
     disabled_at: datetime | None
+    # Until when the secret a rotation replaced also signs each delivery; None when none does.
+    previous_secret_expires_at: datetime | None
 
 
 class NewSubscriptionView(SubscriptionView):
-    """A subscription just made: the one answer that holds the secret, as the contract gives
-    it and in the `whsec_` form Standard Webhooks libraries take."""
+    """A subscription just made, or its secret just rotated: the one answer that holds the
+    secret, as the contract gives it and in the `whsec_` form Standard Webhooks libraries
+    take."""
 
     secret: str
     secret_whsec: str
 
 
-def _view(row: Any) -> SubscriptionView:
-    """A row of `_VIEW` in the view's shape, its id as text and its events a list."""
+def _view(row: Any, now: datetime | None) -> SubscriptionView:
+    """A row of `_VIEW` in the view's shape, its id as text and its events a list; as of
+    `now`, a previous secret whose grace has ended signs no more, and is not shown."""
     view = public(row._mapping, SubscriptionView)
     view["id"] = str(row.id)
     view["events"] = list(row.events)
+    until = row.previous_secret_expires_at
+    if now is not None and until is not None and until <= now:
+        view["previous_secret_expires_at"] = None
     return view
 
 
@@ -97,18 +105,27 @@ async def checked_url(url: str, resolver: Resolver) -> str:
     return url
 
 
-async def list_subscriptions(conn: AsyncConnection, org_id: uuid.UUID) -> list[SubscriptionView]:
+async def list_subscriptions(
+    conn: AsyncConnection, org_id: uuid.UUID, now: datetime
+) -> list[SubscriptionView]:
     rows = await conn.execute(
         select(*_VIEW)
         .where(Subscription.org_id == org_id, Subscription.deleted_at.is_(None))
         .order_by(Subscription.created_at, Subscription.id)
     )
-    return [_view(row) for row in rows]
+    return [_view(row, now) for row in rows]
 
 
 async def get_subscription(
-    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, *, lock: bool = False
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    *,
+    lock: bool = False,
+    now: datetime | None = None,
 ) -> SubscriptionView:
+    """The subscription as of `now` (see `_view`). Checks that only ask whether it exists
+    (or lock it) leave `now` out: their view shows a previous secret's expiry as stored."""
     stmt = select(*_VIEW).where(
         Subscription.org_id == org_id,
         Subscription.id == sub_id,
@@ -117,7 +134,7 @@ async def get_subscription(
     row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
     if row is None:
         raise NotFound(SUBSCRIPTION)
-    return _view(row)
+    return _view(row, now)
 
 
 async def create_subscription(
@@ -148,11 +165,11 @@ async def create_subscription(
         created_at=now,
         updated_at=now,
     )
-    return NewSubscriptionView(
-        **await get_subscription(conn, org_id, sub_id),
-        secret=secret,
-        secret_whsec=whsec_form(secret),
-    )
+    return _with_secret(await get_subscription(conn, org_id, sub_id, now=now), secret)
+
+
+def _with_secret(view: SubscriptionView, secret: str) -> NewSubscriptionView:
+    return NewSubscriptionView(**view, secret=secret, secret_whsec=whsec_form(secret))
 
 
 async def edit_subscription(
@@ -166,7 +183,7 @@ async def edit_subscription(
     resolver: Resolver,
     now: datetime,
 ) -> SubscriptionView:
-    """Changes name, URL or events; the secret never changes (delete and recreate for that)."""
+    """Changes name, URL or events; the secret never changes here (`rotate_secret` does)."""
     await get_subscription(conn, org_id, sub_id, lock=True)
     changes: dict[str, Any] = {"updated_at": now}
     if name is not None:
@@ -176,7 +193,7 @@ async def edit_subscription(
     if events is not None:
         changes["events"] = checked_events(events)
     await conn.execute(update(Subscription).where(Subscription.id == sub_id).values(**changes))
-    return await get_subscription(conn, org_id, sub_id)
+    return await get_subscription(conn, org_id, sub_id, now=now)
 
 
 async def delete_subscription(
@@ -204,7 +221,43 @@ async def enable_subscription(
         .where(Subscription.id == sub_id)
         .values(enabled=True, consecutive_failures=0, disabled_at=None, updated_at=now)
     )
-    return await get_subscription(conn, org_id, sub_id)
+    return await get_subscription(conn, org_id, sub_id, now=now)
+
+
+async def rotate_secret(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    *,
+    grace_hours: int,
+    box: SecretBox,
+    now: datetime,
+) -> NewSubscriptionView:
+    """A new signing secret, shown this once; the one it replaces signs every delivery too
+    for `grace_hours` (none at all with 0), so receivers switch without losing one.
+
+    Rotating again during a grace: the secret being replaced becomes the previous one, with
+    the new grace, and the one before it stops signing at once. Only two secrets ever sign,
+    so a receiver that still holds the oldest must move to one of those two."""
+    await get_subscription(conn, org_id, sub_id, lock=True)
+    replaced = await conn.scalar(
+        select(Subscription.secret_encrypted).where(Subscription.id == sub_id)
+    )
+    secret = new_secret()
+    grace = grace_hours > 0
+    await conn.execute(
+        update(Subscription)
+        .where(Subscription.id == sub_id)
+        .values(
+            secret_encrypted=box.seal(secret),
+            secret_prefix=secret[:SECRET_PREFIX_LENGTH],
+            # Kept sealed as it was (under whichever key sealed it; resealing covers it).
+            previous_secret_encrypted=replaced if grace else None,
+            previous_secret_expires_at=now + timedelta(hours=grace_hours) if grace else None,
+            updated_at=now,
+        )
+    )
+    return _with_secret(await get_subscription(conn, org_id, sub_id, now=now), secret)
 
 
 async def reset_failures(conn: AsyncConnection, sub_id: uuid.UUID) -> None:

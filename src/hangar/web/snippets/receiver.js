@@ -1,12 +1,13 @@
-// A webhook receiver that checks X-Service-Signature before trusting a delivery.
+// A webhook receiver: checks the signature, drops repeats, answers at once, works after.
 // Run:  WEBHOOK_SECRET=<your secret> PORT=8080 node receiver.js
 // Serve it behind TLS: webhooks are only ever sent to https:// URLs.
 const crypto = require("node:crypto");
 const http = require("node:http");
 
 const SECRET = process.env.WEBHOOK_SECRET;
+const seen = new Set(); // in production: a unique key on the delivery id where you keep work
 
-function isAuthentic(rawBody, signature) {
+function signedWithSecret(rawBody, signature) {
   // Hash the bytes exactly as received, before any JSON parsing.
   const expected = Buffer.from(
     "sha256=" + crypto.createHmac("sha256", SECRET).update(rawBody).digest("hex"),
@@ -16,20 +17,45 @@ function isAuthentic(rawBody, signature) {
   return given.length === expected.length && crypto.timingSafeEqual(given, expected);
 }
 
+function isAuthentic(rawBody, headers) {
+  // While a secret is rotated, X-Service-Signature is made with the new secret and
+  // X-Service-Signature-Previous with the old one: either one matching yours is enough, so
+  // you can switch WEBHOOK_SECRET to the new secret at any time during the grace period.
+  return (
+    signedWithSecret(rawBody, headers["x-service-signature"]) ||
+    signedWithSecret(rawBody, headers["x-service-signature-previous"])
+  );
+}
+
+function handle(deliveryId, envelope) {
+  // Your work goes here, after the answer has gone.
+  console.log(deliveryId, envelope.event, JSON.stringify(envelope.data));
+}
+
 http
   .createServer((req, res) => {
     const chunks = [];
     req.on("data", (chunk) => chunks.push(chunk));
     req.on("end", () => {
       const raw = Buffer.concat(chunks);
-      if (req.method !== "POST" || !isAuthentic(raw, req.headers["x-service-signature"])) {
+      if (req.method !== "POST" || !isAuthentic(raw, req.headers)) {
         res.writeHead(401).end();
         return;
       }
-      const envelope = JSON.parse(raw.toString("utf8"));
-      // The same delivery can arrive twice (a retry after a timeout): drop repeats by id.
-      console.log(req.headers["x-service-delivery"], envelope.event, envelope.data);
+      // At once: an answer later than 10 s is a failed attempt, and hangar sends it again.
       res.writeHead(204).end();
+      // The same delivery can come again (a retry after a timeout, a Redeliver): it has its
+      // 2xx, so that hangar stops sending it, but it is handled only once.
+      const deliveryId = req.headers["x-service-delivery"] || "";
+      if (seen.has(deliveryId)) return;
+      seen.add(deliveryId);
+      setImmediate(() => {
+        try {
+          handle(deliveryId, JSON.parse(raw.toString("utf8")));
+        } catch (error) {
+          console.error(error); // one bad delivery must not stop the ones after it
+        }
+      });
     });
   })
   .listen(Number(process.env.PORT || 8080), "127.0.0.1");
