@@ -586,3 +586,41 @@ async def test_0013_gives_subscriptions_an_empty_previous_secret_and_goes_back(
                 sa.select(subscriptions.c.secret_encrypted).order_by(subscriptions.c.id)
             )
             assert sorted(names) == ["sealed", "sealed"]
+
+
+async def test_0014_brings_a_disabled_subscriptions_overcount_to_five(
+    blank_database_url: str,
+) -> None:
+    """0014: a subscription disabled before 1.5.0 with deliveries still failing in flight could
+    read 7; after the upgrade it reads the rule's 5, and no other counter moves."""
+    url = blank_database_url
+    org = new_id()
+    subscriptions = sa.table(
+        "webhook_subscriptions",
+        *(sa.column(c, sa.Uuid()) for c in ("id", "org_id")),
+        *(sa.column(c, sa.String()) for c in ("name", "url", "secret_encrypted", "secret_prefix")),
+        sa.column("events", sa.JSON()),
+        sa.column("enabled", sa.Boolean()),
+        sa.column("consecutive_failures", sa.Integer()),
+        *(sa.column(c, UTCDateTime()) for c in ("created_at", "updated_at")),
+    )
+    rows = {new_id(): (False, 7), new_id(): (False, 5), new_id(): (True, 3), new_id(): (True, 0)}
+    async with at_revision(url, "0013") as engine:
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(ORGS).values(id=org, name="O", created_at=T))
+            for sub, (enabled, failures) in rows.items():
+                await conn.execute(
+                    sa.insert(subscriptions).values(
+                        id=sub, org_id=org, name="S", url="https://h.example.com/",
+                        events=["*"], secret_encrypted="sealed", secret_prefix="abcdabcd",
+                        enabled=enabled, consecutive_failures=failures, created_at=T,
+                        updated_at=T,
+                    )
+                )  # fmt: skip
+        await upgrade_async(url, "0014")
+        async with engine.connect() as conn:
+            result = await conn.execute(
+                sa.select(subscriptions.c.id, subscriptions.c.consecutive_failures)
+            )
+            counts = {sub: failures for sub, failures in result}
+    assert counts == {sub: min(failures, 5) for sub, (_, failures) in rows.items()}

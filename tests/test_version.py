@@ -16,9 +16,9 @@ from hangar.cli import app as cli
 from hangar.external.calendar import PRODID
 from hangar.web import changelog
 
-# service-spec.md ("Versioning" 1) fixed 1.1.0; 1.2.0 to 1.4.0 are minor versions, additions
+# service-spec.md ("Versioning" 1) fixed 1.1.0; 1.2.0 to 1.5.0 are minor versions, additions
 # only.
-SPEC_API_VERSION = "1.4.0"
+SPEC_API_VERSION = "1.5.0"
 
 
 async def test_every_place_that_names_the_version_names_the_same_one(

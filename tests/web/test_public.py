@@ -185,8 +185,8 @@ async def test_docs_cover_the_events_api_and_every_delivery_header(
 
 async def test_the_changelog_page_shows_api_1_4_0(client: httpx.AsyncClient) -> None:
     html = (await client.get("/changelog")).text
-    assert 'id="v1.4.0"' in html
-    assert "API 1.4.0" in html
+    assert 'id="v1.5.0"' in html
+    assert "API 1.5.0" in html
     # The versions before it stay on the page.
     assert 'id="v1.3.0"' in html
     assert 'id="v1.2.0"' in html
@@ -208,7 +208,7 @@ async def test_the_changelog_feed_is_valid_rss_2(client: httpx.AsyncClient) -> N
     items = channel.findall("item")
     assert items
     first = items[0]
-    assert first.findtext("title") == "API 1.4.0"
+    assert first.findtext("title") == "API 1.5.0"
     newest = changelog.load().entries[0]
     assert first.findtext("link") == f"https://hangar.example/changelog#{newest.anchor}"
     assert first.find("guid") is not None
