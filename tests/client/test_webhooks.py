@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from hangar.webhooks import catalogue, signing
-from hangar_client import InvalidPayload, parse_event, verify_signature
+from hangar_client import InvalidPayload, parse_event, verify_delivery, verify_signature
 from hangar_client.events import EVENT_TYPES, TestPing, UnknownData
 from tests.fixtures.actions import raw_events
 from tests.fixtures.all_events import fire_everything
@@ -40,6 +40,26 @@ def test_a_real_signature_verifies_and_anything_else_does_not(clock: FakeClock) 
     assert not verify_signature(SECRET, body, header.upper())
     assert not verify_signature(SECRET, body, None)
     assert not verify_signature(SECRET, body, "sha256=ünïcode")  # no exception either
+
+
+def test_during_a_rotation_either_secret_verifies_the_delivery(clock: FakeClock) -> None:
+    """A delivery in a rotation's grace, as hangar signs it: the new secret verifies by
+    X-Service-Signature, the old one by X-Service-Signature-Previous; any other does not."""
+    old, new = "0a" * 32, "0b" * 32
+    body = signing.envelope("squawk.created", clock.now(), '{"id":"x"}')
+    sent = signing.headers(
+        "squawk.created", "d-1", new, body, event_id="e-1", sent_at=clock.now(),
+        previous_secret=old,
+    )  # fmt: skip
+    assert verify_delivery(new, body, sent)
+    assert verify_delivery(old, body, sent)
+    assert verify_delivery(old, body, {k.lower(): v for k, v in sent.items()})
+    assert not verify_delivery("0c" * 32, body, sent)
+    assert not verify_delivery(old, body + b" ", sent)
+    # Once the grace is over only the new secret signs: the old one no longer verifies.
+    after = signing.headers("squawk.created", "d-1", new, body, event_id="e-1", sent_at=clock.now())
+    assert verify_delivery(new, body, after)
+    assert not verify_delivery(old, body, after)
 
 
 async def test_each_of_the_13_events_parses_to_its_type(

@@ -42,7 +42,7 @@ from hangar_client.models import (
     WorkOrder,
 )
 from hangar_client.policy import RetryPolicy
-from hangar_client.signature import verify_signature, whsec
+from hangar_client.signature import verify_delivery, verify_signature, whsec
 
 __version__ = VERSION
 
@@ -85,6 +85,7 @@ __all__ = [
     "WorkOrder",
     "calendar_url",
     "parse_event",
+    "verify_delivery",
     "verify_signature",
     "whsec",
 ]

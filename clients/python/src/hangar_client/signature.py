@@ -7,8 +7,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Mapping
 
 SIGNATURE_HEADER = "X-Service-Signature"
+PREVIOUS_SIGNATURE_HEADER = "X-Service-Signature-Previous"
 EVENT_HEADER = "X-Service-Event"
 EVENT_ID_HEADER = "X-Service-Event-Id"
 DELIVERY_HEADER = "X-Service-Delivery"
@@ -46,4 +48,17 @@ def verify_signature(secret: str, raw_body: bytes, header: str | None) -> bool:
     # Bytes, not str: compare_digest refuses non-ASCII str, and a hostile header may hold some.
     return hmac.compare_digest(
         sign(secret, raw_body).encode(), header.strip().encode("utf-8", "replace")
+    )
+
+
+def verify_delivery(secret: str, raw_body: bytes, headers: Mapping[str, str]) -> bool:
+    """True when a delivery is signed with `secret`: by `X-Service-Signature`, or, while a
+    rotation's grace runs, by `X-Service-Signature-Previous` (the previous secret's
+    signature), so a receiver still holding the old secret keeps verifying until it is given
+    the new one. Header names are matched in any case, as HTTP has them."""
+    wanted = {SIGNATURE_HEADER.lower(), PREVIOUS_SIGNATURE_HEADER.lower()}
+    return any(
+        verify_signature(secret, raw_body, value)
+        for name, value in headers.items()
+        if name.lower() in wanted
     )
