@@ -103,6 +103,7 @@ GET_ROUTES = (
     "/settings/{org_id}/webhooks/new",
     "/settings/{org_id}/webhooks/{sub_id}/edit",
     "/settings/{org_id}/webhooks/{sub_id}/delete",
+    "/settings/{org_id}/webhooks/{sub_id}/rotate-secret",
     "/settings/{org_id}/webhooks/{sub_id}/deliveries",
     "/docs",
     "/changelog",
