@@ -622,5 +622,5 @@ async def test_0014_brings_a_disabled_subscriptions_overcount_to_five(
             result = await conn.execute(
                 sa.select(subscriptions.c.id, subscriptions.c.consecutive_failures)
             )
-            counts = {sub: failures for sub, failures in result}
+            counts = dict(result.tuples().all())
     assert counts == {sub: min(failures, 5) for sub, (_, failures) in rows.items()}
