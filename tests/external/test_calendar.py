@@ -35,7 +35,7 @@ from tests.fixtures.factories import T0, Org, write_rows
 from tests.fixtures.fakes import FakeClock
 
 FEED = "/api/v1/external/reservations.ics"
-PRODID = "-//hangar//External API 1.4.0//EN"
+PRODID = "-//hangar//External API 1.5.0//EN"
 DOMAIN = "hangar.example"
 STAMP = "20260504T100030Z"  # the FakeClock's start, in UTC basic format
 BASIC_UTC = re.compile(r"^\d{8}T\d{6}Z$")

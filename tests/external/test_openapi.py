@@ -110,7 +110,7 @@ async def test_is_served_without_authentication(client: httpx.AsyncClient) -> No
 
 async def test_version_and_openapi_level(doc: dict[str, Any]) -> None:
     assert doc["openapi"] == "3.1.0"
-    assert doc["info"]["version"] == "1.4.0"
+    assert doc["info"]["version"] == "1.5.0"
     assert doc["info"]["title"]
 
 
