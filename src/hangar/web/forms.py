@@ -44,6 +44,18 @@ def whole_number(text: str, default: int) -> int | str:
     return int(text) if text.isascii() and text.isdigit() else text
 
 
+def grace_hours(
+    text: str, model: type[Model], default: int, most: int
+) -> tuple[Model | None, str, dict[str, str]]:
+    """A rotate form's grace field (keys and webhook secrets alike): the request model, the
+    text as typed (to show it again) and, when refused, the field's one error."""
+    grace = text.strip()
+    body, _ = parse(model, {"grace_hours": whole_number(grace, default)})
+    if body is not None:
+        return body, grace, {}
+    return None, grace, {"grace_hours": f"Choose a whole number of hours from 0 to {most}."}
+
+
 def parse(model: type[Model], data: Mapping[str, Any]) -> tuple[Model | None, dict[str, str]]:
     """The model, or the first error per field in words a person reads."""
     try:

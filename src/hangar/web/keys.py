@@ -21,7 +21,7 @@ from hangar.keys.service import KeyView, NewKey, NewKeyView, Rotation
 from hangar.kit.container import Services
 from hangar.kit.scopes import SCOPES
 from hangar.web.access import Admin, AdminForm, AdminPage
-from hangar.web.forms import parse, submit, whole_number
+from hangar.web.forms import grace_hours, submit
 from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(prefix="/settings/{org_id}/keys", route_class=PageRoute)
@@ -157,12 +157,14 @@ async def rotate_key(
     request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, key_id: str
 ) -> Response:
     admin = posted.admin
-    grace = posted.text("grace_hours").strip()
-    hours = whole_number(grace, key_service.DEFAULT_GRACE_HOURS)
-    body, _ = parse(Rotation, {"grace_hours": hours})
+    body, grace, errors = grace_hours(
+        posted.text("grace_hours"),
+        Rotation,
+        key_service.DEFAULT_GRACE_HOURS,
+        key_service.MAX_GRACE_HOURS,
+    )
     if body is None:
         key = await _one(conn, admin, key_id, now)
-        errors = {"grace_hours": "Choose a whole number of hours from 0 to 168."}
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
     target = path_id(key_id, key_service.API_KEY)
     rotated = await key_service.rotate(conn, admin.org_id, admin.user_id, target, body, now)

@@ -20,7 +20,7 @@ from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
 from hangar.web.delivery_log import log_view
 from hangar.web.events import EVENTS
-from hangar.web.forms import parse, submit, whole_number
+from hangar.web.forms import grace_hours, submit
 from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
@@ -208,14 +208,14 @@ async def rotate_secret(
     request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
 ) -> Response:
     admin = posted.admin
-    grace = posted.text("grace_hours").strip()
-    hours = whole_number(grace, service.DEFAULT_GRACE_HOURS)
-    body, _ = parse(SecretRotation, {"grace_hours": hours})
+    body, grace, errors = grace_hours(
+        posted.text("grace_hours"),
+        SecretRotation,
+        service.DEFAULT_GRACE_HOURS,
+        service.MAX_GRACE_HOURS,
+    )
     if body is None:
         sub = await _one(conn, admin, sub_id, now)
-        errors = {
-            "grace_hours": f"Choose a whole number of hours from 0 to {service.MAX_GRACE_HOURS}."
-        }
         return _rotate_form(request, admin, sub, status=422, grace=grace, errors=errors)
     target = path_id(sub_id, SUBSCRIPTION)
     box = services.secret_box
