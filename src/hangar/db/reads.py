@@ -71,6 +71,14 @@ def _make_reader(engine: AsyncEngine) -> AsyncEngine:
     return read
 
 
+async def _nothing_to_reset(_connection: asyncpg.Connection) -> None:
+    """The read pool's reset, before a connection goes back to it. asyncpg's default sends
+    `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL` at every return: a
+    round trip for each request, to undo what the read path never does (it runs single
+    statements in autocommit: no lock, cursor, LISTEN or SET outlives one). An open
+    transaction asyncpg still rolls back itself, before this is called."""
+
+
 READ_POOL_NAME = "hangar-read"
 
 
@@ -104,6 +112,7 @@ class _PgReads:
                         max_size=self._size,
                         # Named, so an operator can tell these apart in pg_stat_activity.
                         server_settings=settings | {"application_name": READ_POOL_NAME},
+                        reset=_nothing_to_reset,
                         **args,
                     )
         return self._pool
