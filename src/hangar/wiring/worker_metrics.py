@@ -23,14 +23,17 @@ from fastapi import FastAPI
 from hangar.foundation.config import LogLevel
 from hangar.http import metrics_endpoint
 from hangar.http.error_handlers import install_error_handlers
+from hangar.http.head import HeadAsGet
 from hangar.kit.container import Services
 
 DEFAULT_HOST = "127.0.0.1"
 
 
 def metrics_app(services: Services) -> FastAPI:
-    """GET /metrics over `services`, and the API's JSON 404 for anything else."""
+    """GET (and HEAD, as on the server) /metrics over `services`, and the API's JSON 404 for
+    anything else."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(HeadAsGet)
     app.state.services = services
     install_error_handlers(app)
     app.include_router(metrics_endpoint.router)
