@@ -5,7 +5,9 @@ one that did leave a transaction open is still rolled back."""
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -32,7 +34,8 @@ async def test_a_postgresql_read_connection_goes_back_without_a_reset_statement(
     if engine.dialect.name != "postgresql":
         pytest.skip("PostgreSQL only: the public reads' own asyncpg pool")
     marker = f"SELECT 'read {uuid.uuid4()}'"
-    async with read_connection(engine) as conn:
+    async with read_connection(engine) as read:
+        conn = cast(asyncpg.Connection, read)  # PostgreSQL's read path: asyncpg's own
         pid = await conn.fetchval("SELECT pg_backend_pid()")
         await conn.fetchval(marker)
     # asyncpg's default reset (RESET ALL, UNLISTEN *, CLOSE ALL, ...) would be the last
@@ -45,11 +48,12 @@ async def test_a_postgresql_read_connection_left_in_a_transaction_is_rolled_back
 ) -> None:
     if engine.dialect.name != "postgresql":
         pytest.skip("PostgreSQL only: the public reads' own asyncpg pool")
-    async with read_connection(engine) as conn:
+    async with read_connection(engine) as read:
+        conn = cast(asyncpg.Connection, read)
         pid = await conn.fetchval("SELECT pg_backend_pid()")
         await conn.execute("BEGIN")
         assert conn.is_in_transaction()
     state, query = (await _last_statements(engine))[pid]
     assert (state, query) == ("idle", "ROLLBACK")
     async with read_connection(engine) as again:
-        assert not again.is_in_transaction()
+        assert not cast(asyncpg.Connection, again).is_in_transaction()
