@@ -52,7 +52,13 @@ async def test_two_workers_run_retention_once_a_minute_and_log_one_line(
 
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("job retention")]
     assert len(lines) == 1
-    tables = ("webhook_deliveries", "webhook_attempts", "webhook_redeliveries", "events")
+    tables = (
+        "webhook_deliveries",
+        "webhook_attempts",
+        "webhook_redeliveries",
+        "events",
+        "webhook_previous_secrets",
+    )
     counted = ", ".join(rf"{t} \d+" for t in (*tables, "sessions", "invitations"))
     assert re.fullmatch(rf"job retention: {counted} in \d+\.\d s", lines[0]), lines[0]
 

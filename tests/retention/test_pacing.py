@@ -39,7 +39,7 @@ def transactions(engine: AsyncEngine) -> Iterator[list[list[Statement]]]:
 
     def ran(_conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         verb = statement.split()[0].upper()
-        table = re.search(r"\bFROM\s+(\w+)", statement, re.IGNORECASE)
+        table = re.search(r"\b(?:FROM|UPDATE)\s+(\w+)", statement, re.IGNORECASE)
         seen[-1].append((verb, table.group(1) if table else "", cursor.rowcount))
 
     sync = engine.sync_engine
@@ -71,6 +71,7 @@ async def test_each_batch_is_one_short_transaction_of_a_bounded_size(
         "webhook_attempts": 10,
         "webhook_redeliveries": 0,
         "events": 8,
+        "webhook_previous_secrets": 0,
         "sessions": 0,
         "invitations": 0,
     }
@@ -91,7 +92,10 @@ async def test_each_batch_is_one_short_transaction_of_a_bounded_size(
     assert sum(events) == 3
     assert max(events) == 2
     assert all(len(tx) <= 5 for tx in seen)
-    assert all(v in ("SELECT", "DELETE") for tx in seen for v, _, _ in tx)
+    # And the one statement that erases the previous secrets past their grace (none here).
+    erasing = [tx for tx in seen if any(v == "UPDATE" for v, _, _ in tx)]
+    assert erasing == [[("UPDATE", "webhook_subscriptions", 0)]]
+    assert all(v in ("SELECT", "DELETE") for tx in seen if tx not in erasing for v, _, _ in tx)
 
 
 class Pauses:
@@ -216,6 +220,7 @@ async def test_the_metric_counts_the_rows_pruned_by_table(services: Services, or
         "webhook_attempts": 6,
         "webhook_redeliveries": 3,
         "events": 4,
+        "webhook_previous_secrets": 0,
         "sessions": 0,
         "invitations": 0,
     }

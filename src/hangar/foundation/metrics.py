@@ -95,7 +95,8 @@ JOB_RUNS = Counter(
 
 # --- retention ----------------------------------------------------------------------------
 
-# By table: webhook_deliveries, webhook_attempts, webhook_redeliveries, events, sessions,
+# By table: webhook_deliveries, webhook_attempts, webhook_redeliveries, events,
+# webhook_previous_secrets (secrets past their grace, erased from their rows), sessions,
 # invitations (hangar.retention.job.TABLES).
 RETENTION_PRUNED = Counter(
     "hangar_retention_rows_pruned",

@@ -8,7 +8,9 @@ deleted, oldest first, in small batches:
   never touched, however old: a redelivered one is pending again, and goes only once it has
   finished again and that finish is past the window;
 - events older than the window that no delivery refers to;
-- sessions past their absolute expiry, and invitations a week past theirs.
+- sessions past their absolute expiry, and invitations a week past theirs;
+- the webhook secrets a rotation replaced, once their grace has ended (erased from their
+  subscriptions, not deleted with them).
 
 Each feature makes the batches of its own tables (hangar.webhooks.retention, and `expired`
 in hangar.auth.sessions and hangar.orgs.invitations; a batch is a short transaction on an

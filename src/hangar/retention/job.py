@@ -25,7 +25,7 @@ from hangar.jobs.scheduler import Done, JobRun
 from hangar.kit.batches import Batch, Batches
 from hangar.orgs import invitations
 from hangar.webhooks import retention as delivery_log
-from hangar.webhooks.retention import Deliveries, Events
+from hangar.webhooks.retention import Deliveries, Events, PreviousSecrets
 
 # Every table retention deletes from, in the order it reports them.
 TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE)
@@ -94,6 +94,7 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
             deliveries,
             sessions.expired(run.now, pacing.rows),
             invitations.expired(run.now - INVITATION_GRACE, pacing.rows),
+            PreviousSecrets(run.now),
         )
     )
     pruned = dict.fromkeys(TABLES, 0)

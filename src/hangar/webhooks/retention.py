@@ -1,5 +1,6 @@
 """Retention of the delivery log: the batches that delete finished deliveries (with their
-attempts and redeliveries) and the events no delivery refers to.
+attempts and redeliveries) and the events no delivery refers to; and of the secrets a
+rotation replaced, erased once their grace has ended.
 
 - Finished deliveries are read from `ix_webhook_deliveries_finished` (completed_at, WHERE
   status <> 'pending') and locked FOR UPDATE SKIP LOCKED on PostgreSQL: a row that Redeliver
@@ -7,6 +8,9 @@ attempts and redeliveries) and the events no delivery refers to.
   attempts and redeliveries go first (through their delivery_id indexes), then they do. Each
   delete restates "still finished, still old": on SQLite the read comes before the write
   transaction begins, and a delivery redelivered in between is pending again.
+- A previous secret goes (`PreviousSecrets`) once its grace has ended: it signs nothing any
+  more, and a secret kept, sealed or not, is one more to leak. Until then its row holds it,
+  as the dispatcher needs it; the screens and the API stop showing it at the grace's end.
 - Events go when they are older than the window and no delivery refers to them (NOT EXISTS
   through `ix_webhook_deliveries_event_id`): those of the deliveries a batch deletes in the
   same transaction, by their ids; the others (events that no subscription received) read
@@ -22,18 +26,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Delete, Select, and_, delete, exists, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Select,
+    Update,
+    and_,
+    delete,
+    exists,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.kit.batches import Batch, written
-from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
+from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery, Subscription
 from hangar.webhooks.queue import is_finished
 
 DELIVERIES = Delivery.__tablename__
 ATTEMPTS = Attempt.__tablename__
 REDELIVERIES = Redelivery.__tablename__
 EVENTS = Event.__tablename__
-TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS)
+# Not a table: the previous secrets erased from their subscriptions, counted as the rows are.
+PREVIOUS_SECRETS = "webhook_previous_secrets"
+TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS, PREVIOUS_SECRETS)
 
 
 # --- deliveries, with their attempts and redeliveries ------------------------------------
@@ -155,3 +172,30 @@ class Events:
             self.after = (rows[-1].created_at, rows[-1].id)
             gone = await conn.execute(events_of([r.id for r in rows], self.cutoff))
         return Batch({EVENTS: gone.rowcount}, more=len(rows) == self.size)
+
+
+# --- secrets a rotation replaced ---------------------------------------------------------
+
+
+def expired_previous_secrets(now: datetime) -> Update:
+    """Erases each previous secret whose grace has ended by `now`. The condition is tested on
+    each row as it is written (under its lock on PostgreSQL; SQLite has one writer), so a
+    rotation that commits first, with a grace of its own, is left alone."""
+    return (
+        update(Subscription)
+        .where(Subscription.previous_secret_expires_at <= now)
+        .values(previous_secret_encrypted=None, previous_secret_expires_at=None)
+    )
+
+
+@dataclass
+class PreviousSecrets:
+    """The previous secrets past their grace, all in one statement: a subscription holds one
+    at most, and rotations are rare."""
+
+    now: datetime
+
+    async def run(self, engine: AsyncEngine) -> Batch:
+        async with engine.begin() as conn:
+            erased = (await conn.execute(expired_previous_secrets(self.now))).rowcount
+        return Batch({PREVIOUS_SECRETS: erased}, more=False)
