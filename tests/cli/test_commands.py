@@ -549,6 +549,7 @@ async def test_jobs_run_retention_prunes_now_and_prints_what_it_deleted(cli: Cli
         "webhook_attempts",
         "webhook_redeliveries",
         "events",
+        "webhook_previous_secrets",
         "sessions",
         "invitations",
     ]
