@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 
 from hangar.foundation.ids import new_id
 from hangar.kit.container import webhook_secret_box
@@ -19,6 +19,7 @@ from hangar.webhooks.models import Subscription
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.service import NewSubscriptionView
 from tests.fixtures.cli import Cli, services_of
+from tests.fixtures.secret_rotation import stored_secrets
 
 
 async def subscription(cli: Cli, org_id: str | None = None) -> tuple[str, str]:
@@ -47,22 +48,7 @@ async def subscription(cli: Cli, org_id: str | None = None) -> tuple[str, str]:
 async def stored(cli: Cli, sub_id: str) -> tuple[str, str | None, datetime | None]:
     """(secret, previous secret, its expiry), opened."""
     box = webhook_secret_box(services_of(cli).settings)
-    async with cli.engine.connect() as conn:
-        row = (
-            await conn.execute(
-                select(
-                    Subscription.secret_encrypted,
-                    Subscription.previous_secret_encrypted,
-                    Subscription.previous_secret_expires_at,
-                ).where(Subscription.id == uuid.UUID(sub_id))
-            )
-        ).one()
-    previous = row.previous_secret_encrypted
-    return (
-        box.open(row.secret_encrypted),
-        None if previous is None else box.open(previous),
-        row.previous_secret_expires_at,
-    )
+    return await stored_secrets(cli.engine, box, uuid.UUID(sub_id))
 
 
 def rotate(sub_id: str, org_id: str, *more: str) -> list[str]:

@@ -8,14 +8,12 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
-
 from hangar.kit.container import Services
 from hangar.webhooks import subscriptions
-from hangar.webhooks.models import Subscription
 from hangar.webhooks.retention import PREVIOUS_SECRETS
 from tests.fixtures.factories import Org
 from tests.fixtures.retention import NOW, pruned
+from tests.fixtures.secret_rotation import stored_secrets
 from tests.fixtures.webhooks import SECRET, subscribe
 
 URL = "https://hooks.example.com/hangar"
@@ -32,20 +30,7 @@ async def rotated(services: Services, org: Org, at: datetime, grace_hours: int) 
 
 
 async def secrets_of(services: Services, sub_id: uuid.UUID) -> tuple[str, str | None, object]:
-    """(the current secret, opened; the previous one, opened; when its grace ends)."""
-    async with services.engine.connect() as conn:
-        row = (
-            await conn.execute(
-                select(
-                    Subscription.secret_encrypted,
-                    Subscription.previous_secret_encrypted,
-                    Subscription.previous_secret_expires_at,
-                ).where(Subscription.id == sub_id)
-            )
-        ).one()
-    box = services.secret_box
-    previous = None if row[1] is None else box.open(row[1])
-    return box.open(row[0]), previous, row[2]
+    return await stored_secrets(services.engine, services.secret_box, sub_id)
 
 
 async def test_a_previous_secret_is_erased_once_its_grace_has_ended(

@@ -27,7 +27,8 @@ from hangar.orgs import invitations
 from hangar.webhooks import retention as delivery_log
 from hangar.webhooks.retention import Deliveries, Events, PreviousSecrets
 
-# Every table retention deletes from, in the order it reports them.
+# Every table retention deletes from (and the previous secrets it erases), in the order it
+# reports them.
 TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE)
 
 # An invitation's row outlives its expiry (7 days after it was issued, used or not) by this
