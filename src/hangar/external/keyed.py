@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 from hangar.db.reads import ReadConnection, read_connection
+from hangar.external.query import QuickQuery
 from hangar.http.routing import bearer, services_of
 from hangar.keys.authentication import MISSING, MISSING_TOKEN, KeyAuthenticator
 from hangar.kit.schemas import REQUIRED_SCOPE
@@ -47,11 +48,13 @@ class KeyedRoute(APIRoute):
     A route class rather than a dependency with yield: FastAPI's dependency machinery (an
     exit stack and a context manager per request, and the checks around them) cost about a
     quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
-    in code comments").
+    in code comments"). For the same reason the operation's query is read by `QuickQuery`
+    when it is plainly valid, by FastAPI's solver otherwise (hangar.external.query).
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
+        quick = QuickQuery.of(self.dependant)  # the query read directly when plainly valid
         extra = self.openapi_extra or {}
         scope: str = extra[REQUIRED_SCOPE]
         from_query = any(QUERY_KEY in scheme for scheme in extra["security"])
@@ -66,7 +69,9 @@ class KeyedRoute(APIRoute):
                 key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
                 request.scope[_CALLER] = Caller(key, conn)
                 try:
-                    return await handle(request)
+                    if quick is not None and (arguments := quick.arguments(request)):
+                        return await quick.call(**arguments)
+                    return await handle(request)  # FastAPI's solver, and its 422s
                 finally:
                     del request.scope[_CALLER]  # the connection is going back to the pool
 
