@@ -20,6 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+# The solver's own helpers, from FastAPI's private module: the version is pinned
+# (requirements.lock), and the tests compare every operation with the solver, so an
+# upgrade that changes either is caught there.
 from fastapi._compat import ModelField, field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
 from fastapi.params import Query
