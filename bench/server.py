@@ -23,7 +23,7 @@ from typing import Any
 
 from hangar.db.reads import ReadConnection
 from hangar.foundation.config import Settings, load_settings
-from hangar.keys.authentication import KeyAuthenticator
+from hangar.keys.authentication import KeyAuthenticator, KeyLookup
 from hangar.kit.ratelimit import Limit, RateLimiter
 from hangar.kit.scoping import KeyContext
 from hangar.wiring.container import build_services
@@ -59,6 +59,7 @@ class BypassedKeys:
     def __init__(self, real: KeyAuthenticator) -> None:
         self._real = real
         self._known: dict[tuple[str | None, str], KeyContext] = {}
+        self._rows: dict[tuple[str | None, str], tuple[KeyContext, dict[str, Any]]] = {}
 
     async def authenticate(
         self, raw_key: str | None, scope: str, *, missing: str, conn: ReadConnection | None = None
@@ -67,6 +68,25 @@ class BypassedKeys:
         if found is None:
             found = await self._real.authenticate(raw_key, scope, missing=missing, conn=conn)
             self._known[(raw_key, scope)] = found
+        return found
+
+    async def authenticate_with(
+        self,
+        raw_key: str | None,
+        scope: str,
+        *,
+        missing: str,
+        conn: ReadConnection,
+        lookup: KeyLookup,
+    ) -> tuple[KeyContext, dict[str, Any]]:
+        # G4 reads /reservations, whose lookup reads nothing but the key: its row is the
+        # first request's for good, as the key is.
+        found = self._rows.get((raw_key, scope))
+        if found is None:
+            found = await self._real.authenticate_with(
+                raw_key, scope, missing=missing, conn=conn, lookup=lookup
+            )
+            self._rows[(raw_key, scope)] = found
         return found
 
 

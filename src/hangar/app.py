@@ -94,6 +94,10 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=lifespan,
+        # hangar is observed through its own metrics (GET /metrics) and logs. FastAPI's
+        # native OpenTelemetry bridge, left on, asks OpenTelemetry's three global providers
+        # on every request whether anyone configured them.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     # HEAD wherever GET is answered (hangar.http.head): innermost, so the exception
     # handlers' answers to a HEAD lose their body too.

@@ -6,12 +6,14 @@ import asyncio
 import random
 from datetime import timedelta
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import orjson
 import pytest
 from sqlalchemy import insert
 
+from hangar.db.reads import Read
 from hangar.foundation.ids import ascending_id
 from hangar.webhooks import outbox
 from hangar.webhooks.catalogue import EVENT_NAMES
@@ -122,6 +124,45 @@ async def test_catching_up_sees_every_event_once_in_order_then_only_newer_ones(
     later = await record(org, clock.now()) + await record(org, clock.now())
     newer, _ = await walk(client, org.key, after=quiet["next_cursor"], limit=2)
     assert newer == later
+
+
+async def test_a_poll_that_finds_nothing_new_costs_the_keys_statement_alone(
+    client: httpx.AsyncClient,
+    org: Org,
+    other: Org,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The key's statement also reads where the organization's log ends: a cursor at the
+    end is answered from it, and the log's own statement runs only when an event lies past
+    the cursor or still awaits its place."""
+    fired = await record(org, clock.now())
+    seen, cursor = await walk(client, org.key)
+    assert seen == fired
+    statements: list[tuple[str, ...]] = []
+    rows = Read.rows
+
+    async def counted(self: Read[Any], conn: Any, params: Any) -> Any:
+        statements.append(self.keys)
+        return await rows(self, conn, params)
+
+    monkeypatch.setattr(Read, "rows", counted)
+
+    async def poll(after: str) -> tuple[list[str], str, int]:
+        statements.clear()
+        body = await page(client, org.key, after=after)
+        assert all("log_end" in keys or "position" in keys for keys in statements)
+        return [item["id"] for item in body["items"]], body["next_cursor"], len(statements)
+
+    assert await poll(cursor) == ([], ANY, 1)  # the key's, with the log's end
+    await record(other, clock.now())  # another organization's log moved, not this one's
+    found, cursor, count = await poll(cursor)
+    assert (found, count) == ([], 1)
+    later = await record(org, clock.now())  # committed, not placed yet: the log's statement
+    found, cursor, count = await poll(cursor)
+    assert found == later
+    assert count > 1
+    assert await poll(cursor) == ([], ANY, 1)  # at the end again
 
 
 async def test_an_event_committed_late_with_an_older_id_is_not_stepped_over(

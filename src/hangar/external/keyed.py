@@ -3,9 +3,9 @@ before FastAPI reads a parameter, and the request's one read connection lent to 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import Request
 from fastapi.routing import APIRoute
@@ -14,7 +14,13 @@ from starlette.responses import Response
 from hangar.db.reads import ReadConnection, read_connection
 from hangar.external.query import QuickQuery
 from hangar.http.routing import bearer, services_of
-from hangar.keys.authentication import MISSING, MISSING_TOKEN, KeyAuthenticator
+from hangar.keys.authentication import (
+    KEY_ONLY,
+    MISSING,
+    MISSING_TOKEN,
+    KeyAuthenticator,
+    KeyLookup,
+)
 from hangar.kit.schemas import REQUIRED_SCOPE
 from hangar.kit.scoping import KeyContext
 
@@ -28,6 +34,8 @@ class Caller:
 
     key: KeyContext
     conn: ReadConnection
+    # The key's row as the route's `key_lookup` read it, with what that also read.
+    key_row: Mapping[str, Any]
 
 
 _CALLER = "hangar.caller"
@@ -50,7 +58,12 @@ class KeyedRoute(APIRoute):
     quarter of the app's time on a small page (figures: bench/RESULTS.md, "Figures once kept
     in code comments"). For the same reason the operation's query is read by `QuickQuery`
     when it is plainly valid, by FastAPI's solver otherwise (hangar.external.query).
+
+    `key_lookup`: how the key is looked up; an operation's subclass may have that statement
+    also read what spares the operation a round trip (`Caller.key_row`).
     """
+
+    key_lookup: ClassVar[KeyLookup] = KEY_ONLY
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
@@ -59,6 +72,7 @@ class KeyedRoute(APIRoute):
         scope: str = extra[REQUIRED_SCOPE]
         from_query = any(QUERY_KEY in scheme for scheme in extra["security"])
         missing = MISSING_TOKEN if from_query else MISSING
+        lookup = self.key_lookup
 
         async def keyed(request: Request) -> Response:
             authenticator: KeyAuthenticator = request.app.state.keys
@@ -66,8 +80,10 @@ class KeyedRoute(APIRoute):
             authenticator.refuse_malformed(raw, missing)  # no connection for what cannot be a key
             services = services_of(request)
             async with read_connection(services.engine) as conn:
-                key = await authenticator.authenticate(raw, scope, missing=missing, conn=conn)
-                request.scope[_CALLER] = Caller(key, conn)
+                key, row = await authenticator.authenticate_with(
+                    raw, scope, missing=missing, conn=conn, lookup=lookup
+                )
+                request.scope[_CALLER] = Caller(key, conn, row)
                 try:
                     if quick is not None and (arguments := quick.arguments(request)):
                         return await quick.call(**arguments)

@@ -21,6 +21,7 @@ from hangar.foundation.ids import parse_id
 from hangar.http.compression import accepts_gzip, gzipped
 from hangar.http.responses import json_response
 from hangar.http.routing import services_of
+from hangar.keys.authentication import KeyLookup
 from hangar.kit import cursor
 from hangar.kit.errors import ApiError
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
@@ -225,30 +226,35 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
     return json_response(rows)
 
 
-@router.get(
-    "/events",
-    **operation(
-        "list_events",
-        tags.EVENTS,
-        "read:events",
-        EventPage,
-        summary="List events, oldest first",
-        description="What happened in the organization, as its webhook deliveries carry it: "
-        "each event once, oldest first, for as long as the delivery log keeps them (30 days "
-        "unless the operator set otherwise). For catching up after a receiver was down, or "
-        "instead of webhooks. It is paginated: pass the previous page's `next_cursor` as "
-        "`after`, with the same filters, for the events after it. `next_cursor` comes back "
-        "on every page, the last one too: a page with fewer than `limit` events means there "
-        "is nothing newer yet, so keep the cursor and ask again later (every 5 seconds or "
-        "slower fits the limits). Walked this way the pages return every event once, in "
-        "order, also those whose changes committed late. A cursor keeps while the oldest "
-        "event it has not returned is inside the window (less an hour); past that it is "
-        "410 `CURSOR_EXPIRED`. The Test action's `test.ping` is not an event here. `id` is "
-        "the `X-Service-Event-Id` header of the event's deliveries.",
-        ok="One page of events, oldest first, and the cursor to continue from",
-        errors=EVENTS_ERRORS,
-    ),
+# A poll that finds nothing new is answered from the key's statement alone: it also reads
+# where the organization's log ends (hangar.webhooks.event_log.page).
+class _EventsRoute(KeyedRoute):
+    key_lookup = KeyLookup(event_log.log_end)
+
+
+_EVENTS = operation(
+    "list_events",
+    tags.EVENTS,
+    "read:events",
+    EventPage,
+    summary="List events, oldest first",
+    description="What happened in the organization, as its webhook deliveries carry it: "
+    "each event once, oldest first, for as long as the delivery log keeps them (30 days "
+    "unless the operator set otherwise). For catching up after a receiver was down, or "
+    "instead of webhooks. It is paginated: pass the previous page's `next_cursor` as "
+    "`after`, with the same filters, for the events after it. `next_cursor` comes back "
+    "on every page, the last one too: a page with fewer than `limit` events means there "
+    "is nothing newer yet, so keep the cursor and ask again later (every 5 seconds or "
+    "slower fits the limits). Walked this way the pages return every event once, in "
+    "order, also those whose changes committed late. A cursor keeps while the oldest "
+    "event it has not returned is inside the window (less an hour); past that it is "
+    "410 `CURSOR_EXPIRED`. The Test action's `test.ping` is not an event here. `id` is "
+    "the `X-Service-Event-Id` header of the event's deliveries.",
+    ok="One page of events, oldest first, and the cursor to continue from",
+    errors=EVENTS_ERRORS,
 )
+
+
 async def list_events(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size"), Digits] = 100,
@@ -287,6 +293,7 @@ async def list_events(
         limit,
         now=services.clock.now(),
         retention_days=services.settings.delivery_retention_days,
+        end=event_log.LogEnd.of(by.key_row),
     )
     items = [
         {
@@ -299,6 +306,11 @@ async def list_events(
     ]
     next_cursor = event_log.write_cursor(keys, by.key, filters, found.next_cursor)
     return json_response({"items": items, "next_cursor": next_cursor})
+
+
+router.add_api_route(
+    "/events", list_events, methods=["GET"], route_class_override=_EventsRoute, **_EVENTS
+)
 
 
 _FEED = operation(

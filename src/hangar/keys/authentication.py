@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hmac
 import uuid
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import ColumnElement, bindparam, select, update
 
 from hangar.db.reads import Read, ReadConnection, read_connection
 from hangar.keys.key_format import KEY_PREFIX as KEY_PREFIX  # what the access log redacts
@@ -32,18 +34,34 @@ BAD_KEY_CHALLENGE = bearer_challenge("invalid_token")
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-# Built once; the digest is its one parameter.
-_LOOKUP = Read(
-    select(
-        ApiKey.id,
-        ApiKey.org_id,
-        ApiKey.key_hash,
-        ApiKey.scopes,
-        ApiKey.expires_at,
-        ApiKey.revoked_at,
-        ApiKey.last_used_at,
-    ).where(ApiKey.key_hash == bindparam("digest", type_=ApiKey.key_hash.type))
-)
+class KeyLookup:
+    """The statement that looks a key up, built once: the digest is its one parameter.
+
+    `also` gives an operation columns of its own, read of the key's organization in the
+    same statement (given the organization's id column): what it learns there can spare it a
+    round trip of its own (the events API's poll that finds nothing new:
+    hangar.webhooks.event_log.log_end). They are read before the key is judged, and never
+    reach a caller the key is not good for.
+    """
+
+    def __init__(
+        self, also: Callable[[ColumnElement[uuid.UUID]], Sequence[ColumnElement[Any]]] | None = None
+    ) -> None:
+        self.read: Read[dict[str, Any]] = Read(
+            select(
+                ApiKey.id,
+                ApiKey.org_id,
+                ApiKey.key_hash,
+                ApiKey.scopes,
+                ApiKey.expires_at,
+                ApiKey.revoked_at,
+                ApiKey.last_used_at,
+                *(also(ApiKey.org_id.expression) if also is not None else ()),
+            ).where(ApiKey.key_hash == bindparam("digest", type_=ApiKey.key_hash.type))
+        )
+
+
+KEY_ONLY = KeyLookup()
 
 
 class KeyAuthenticator:
@@ -75,14 +93,31 @@ class KeyAuthenticator:
         key = self.refuse_malformed(raw_key, missing)
         if conn is None:
             async with read_connection(self._services.engine) as own:
-                return await self._authenticate(own, key, scope)
-        return await self._authenticate(conn, key, scope)
+                return (await self._authenticate(own, key, scope, KEY_ONLY))[0]
+        return (await self._authenticate(conn, key, scope, KEY_ONLY))[0]
 
-    async def _authenticate(self, conn: ReadConnection, raw_key: str, scope: str) -> KeyContext:
+    async def authenticate_with(
+        self,
+        raw_key: str | None,
+        scope: str,
+        *,
+        missing: str,
+        conn: ReadConnection,
+        lookup: KeyLookup,
+    ) -> tuple[KeyContext, dict[str, Any]]:
+        """`authenticate`, looking the key up with `lookup`: the caller, and the key's row
+        with the columns `lookup` also read."""
+        return await self._authenticate(
+            conn, self.refuse_malformed(raw_key, missing), scope, lookup
+        )
+
+    async def _authenticate(
+        self, conn: ReadConnection, raw_key: str, scope: str, lookup: KeyLookup
+    ) -> tuple[KeyContext, dict[str, Any]]:
         services = self._services
         now = services.clock.now()
         digest = hash_key(raw_key)
-        found = await _LOOKUP.rows(conn, {"digest": digest})
+        found = await lookup.read.rows(conn, {"digest": digest})
         row = found[0] if found else None
         if (
             row is None
@@ -107,7 +142,7 @@ class KeyAuthenticator:
             # RFC 6750 §3.1: the 403 names the scope the key would need.
             refusal.headers["WWW-Authenticate"] = bearer_challenge("insufficient_scope", scope)
             raise refusal
-        return KeyContext(key_id=key_id, org_id=row["org_id"], scopes=scopes)
+        return KeyContext(key_id=key_id, org_id=row["org_id"], scopes=scopes), row
 
     def _due_for_touch(self, key_id: uuid.UUID, stored: datetime | None, now: datetime) -> bool:
         last = self._touched.get(key_id) or stored

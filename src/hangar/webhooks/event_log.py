@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from sqlalchemy import Select, bindparam, func, select, union_all, update
+from sqlalchemy import ColumnElement, Select, bindparam, exists, func, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.expression import Executable
@@ -113,6 +113,39 @@ async def place(engine: AsyncEngine, org_id: uuid.UUID) -> int:
 
 
 # --- reading -------------------------------------------------------------------------------
+
+
+def log_end(org_id: ColumnElement[uuid.UUID]) -> list[ColumnElement[Any]]:
+    """Where the log of the organization `org_id` names ends, as columns another statement
+    can carry (the key's: hangar.keys.authentication.KeyLookup): its last position, and
+    whether a committed event still awaits its place."""
+    return [
+        select(EventLogEnd.last_position)
+        .where(EventLogEnd.org_id == org_id)
+        .scalar_subquery()
+        .label("log_end"),
+        exists().where(Event.org_id == org_id, Event.position.is_(None)).label("log_unplaced"),
+    ]
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """Where an organization's log ended when a statement read `log_end`'s columns."""
+
+    position: int  # the last position given (0: none yet)
+    unplaced: bool  # a committed event awaited its place
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> LogEnd | None:
+        """The end `row` holds, if it was read with `log_end`'s columns."""
+        if "log_unplaced" not in row:
+            return None
+        return cls(int(row["log_end"] or 0), bool(row["log_unplaced"]))
+
+    def nothing_after(self, position: int) -> bool:
+        """Whether the log held no event past `position`: every event is placed, none
+        after it."""
+        return not self.unplaced and self.position <= position
 
 
 class EventRow(TypedDict):
@@ -214,15 +247,24 @@ async def page(
     *,
     now: datetime,
     retention_days: int,
+    end: LogEnd | None = None,
 ) -> Page:
     """The events after `after` (from the window's start without it), oldest first; events
-    committed since the last reader are placed first (on `engine`: a write of its own)."""
+    committed since the last reader are placed first (on `engine`: a write of its own).
+
+    `end`, where the log ended as this request's key statement read it (`log_end`): when no
+    event lay past the cursor then, the page is empty without a statement of its own. The
+    answer is the one the page's statement would have given in that statement's snapshot:
+    a poll that finds nothing new costs the key's round trip alone."""
     window_start = now - timedelta(days=retention_days)
     if after is not None and after.horizon < window_start + HORIZON_MARGIN:
         raise CursorExpired(retention_days)
+    position = 0 if after is None else after.position
+    if end is not None and end.nothing_after(position):
+        return Page((), Cursor(position, now))
     params: dict[str, object] = {
         ORG_PARAM: of.org_id,
-        "after": 0 if after is None else after.position,
+        "after": position,
         "window_start": window_start,
         "limit": limit + 1,  # one more: how old the next one is makes the cursor's horizon
         **{f"wanted_{i}": name for i, name in enumerate(filters.names)},
@@ -237,7 +279,8 @@ async def page(
     # The page's rows in order (a union keeps no order of its own), without the probe's.
     listed = sorted((row for row in rows if row["position"] is not None), key=_position)
     items, following = listed[:limit], listed[limit:]
-    position = _position(items[-1]) if items else (0 if after is None else after.position)
+    if items:
+        position = _position(items[-1])
     horizon = following[0]["created_at"] if following else now
     return Page(items, Cursor(position, horizon))
 
