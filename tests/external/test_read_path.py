@@ -8,13 +8,16 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from hangar.app import create_app
 from hangar.db.engine import make_engine
 from hangar.db.reads import READ_POOL_NAME, SQLITE_READ_POOL, Read, read_connection, reader
 from hangar.external import keyed
 from hangar.fleet.models import Aircraft
+from hangar.kit.container import Services
 from hangar.kit.errors import is_unavailable
 from hangar.squawks.models import Squawk
 from tests.fixtures.factories import T0, Org
@@ -149,3 +152,16 @@ def test_the_read_pools_connection_errors_are_unavailable_not_bugs() -> None:
     # A connection the server closed while it sat idle in the pool fails its next query so:
     assert is_unavailable(asyncpg.exceptions.InternalClientError("cannot switch to state 12"))
     assert not is_unavailable(asyncpg.exceptions.UndefinedColumnError("a bug"))
+
+
+def test_the_public_api_is_matched_first_each_route_once(services: Services) -> None:
+    """Its routes lie flat on the app's router, ahead of every other: a request to it is
+    matched against them once, not walked through included routers first."""
+    routes = create_app(services).router.routes
+    operations = [route for route in routes if isinstance(route, keyed.KeyedRoute)]
+    assert len(operations) == 8
+    assert routes[:8] == operations
+    # Every route stands on its own but for the screens' router, which includes others.
+    assert [type(route).__name__ for route in routes if not isinstance(route, APIRoute)] == [
+        "_IncludedRouter"
+    ]
