@@ -58,17 +58,7 @@ class BypassedKeys:
 
     def __init__(self, real: KeyAuthenticator) -> None:
         self._real = real
-        self._known: dict[tuple[str | None, str], KeyContext] = {}
         self._rows: dict[tuple[str | None, str], tuple[KeyContext, dict[str, Any]]] = {}
-
-    async def authenticate(
-        self, raw_key: str | None, scope: str, *, missing: str, conn: ReadConnection | None = None
-    ) -> KeyContext:
-        found = self._known.get((raw_key, scope))
-        if found is None:
-            found = await self._real.authenticate(raw_key, scope, missing=missing, conn=conn)
-            self._known[(raw_key, scope)] = found
-        return found
 
     async def authenticate_with(
         self,
