@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import os
+import random
 import socket
 import sys
 import uuid
@@ -21,11 +24,33 @@ ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TRIES = 600  # 0.1 s apart: a loaded 2-core machine may take a while
 
 
+# Ports the tests, the benchmarks and these scripts listen on. Not the kernel's bind(0): its
+# answer is free only now, and it comes from the ephemeral range (32768-60999 on Linux), where
+# the outgoing connections of every process on the machine (parallel test workers' among
+# them) are numbered too, so another may take it before the server binds. A block of its own
+# below that range for each parallel test worker (PYTEST_XDIST_WORKER, inherited by the
+# processes it starts, which share it), taken in turn from a random start, keeps parallel
+# workers from being handed the same port.
+PORTS_FROM = 20_000
+PORTS_PER_WORKER = 500
+WORKER_BLOCKS = (32_768 - PORTS_FROM) // PORTS_PER_WORKER
+_turn = itertools.count(random.randrange(PORTS_PER_WORKER))
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+    """A loopback port nothing listens on, from this process's block (see above)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    block = PORTS_FROM + index % WORKER_BLOCKS * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        port = block + next(_turn) % PORTS_PER_WORKER
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or still closing: the next one
+        return port
+    raise RuntimeError(f"no free loopback port in {block}-{block + PORTS_PER_WORKER - 1}")
 
 
 async def admin(url: str, sql: str) -> None:

@@ -4,16 +4,18 @@ is set), one app per test with its own clock, and organizations that never share
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from redis.asyncio import Redis
 from scripts.scratch import scratch_database
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
+from hangar.auth import passwords
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
 from hangar.foundation.config import Settings
@@ -24,6 +26,37 @@ from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.live_server import api_server  # noqa: F401 (tests/client, tests/external)
+from tests.fixtures.placement import place
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    place(items)  # which tests the PostgreSQL + Redis pass repeats: tests/fixtures/placement.py
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    # pytest-randomly names its seed in the header, which -q leaves out: a failure that only
+    # one order shows must be repeatable from the run's output.
+    seed = config.getoption("randomly_seed", None)
+    if isinstance(seed, int) and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_line(
+            f"random order: repeat it with -p randomly --randomly-seed={seed}"
+        )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def production_hasher() -> Iterator[PasswordHasher]:
+    """argon2 at its cheapest for the suite's own process, as Django's tests hash with MD5:
+    a real hash costs 64 MiB and some 100 ms of two cores, some 1,100 of them a run (a fifth
+    of its time), and under a parallel run's load a second sign-in could wait out the hashing
+    slot's bound. A hash says its own parameters, so processes the tests start (which hash at
+    the production cost) verify these and these verify theirs. The production parameters are
+    this fixture's value, tested by tests/sessions/test_sign_in_throttles.py."""
+    production = passwords._hasher
+    passwords._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    yield production
+    passwords._hasher = production
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -22,10 +21,10 @@ from hangar.kit.ratelimit import (
     RateLimiter,
     RedisRateLimiter,
 )
+from tests.fixtures.environment import REDIS_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 
-REDIS_URL = os.environ.get("HANGAR_TEST_REDIS_URL")
 AIRCRAFT = "/api/v1/external/aircraft"
 MINUTE, HOUR = API_LIMITS
 QUOTA_HEADERS = ("x-ratelimit-remaining", "x-ratelimit-reset", "retry-after", "x-ratelimit-limit")

@@ -391,12 +391,13 @@ async def test_a_contact_only_key_is_issued_with_a_note_saying_what_it_cannot_re
     assert both.stderr == ""
 
 
-async def _memberships(cli: Cli) -> int:
+async def _memberships(cli: Cli, org_id: uuid.UUID | None = None) -> int:
+    """The memberships of `org_id`, by default the module's organization's."""
     async with cli.engine.connect() as conn:
         found = await conn.scalar(
             select(func.count())
             .select_from(Membership)
-            .where(Membership.org_id == uuid.UUID(cli.org_id))
+            .where(Membership.org_id == (org_id or uuid.UUID(cli.org_id)))
         )
     return int(found or 0)
 
@@ -434,13 +435,16 @@ async def test_seed_writes_what_was_asked_and_the_api_reads_it(cli: Cli) -> None
         str(await other.member()),
     }
     args = [f"--{name}={count}" for name, count in SEED.items()]
-    members_before = await _memberships(cli)
+    # An organization of this test's own: the module's is shared with tests that may run
+    # before this one, in any order.
+    org_id = (await make_org(cli.engine, "Seeded Aero")).id
+    members_before = await _memberships(cli, org_id)
 
-    ran = await cli.run("seed", "--org", cli.org_id, *args)
+    ran = await cli.run("seed", "--org", str(org_id), *args)
 
     out = ran.json()
     assert out == {
-        "org": cli.org_id,
+        "org": str(org_id),
         "aircraft": 5,
         "members": 10,
         "reservations": 200,
@@ -448,7 +452,6 @@ async def test_seed_writes_what_was_asked_and_the_api_reads_it(cli: Cli) -> None
         "maintenance_logs": 10,
         "work_orders": 10,
     }
-    org_id = uuid.UUID(cli.org_id)
     key = await _full_key(cli, org_id)
     async with api(cli) as client:
         page = await get(client, key, "reservations", limit=500)
@@ -483,14 +486,14 @@ async def test_seed_writes_what_was_asked_and_the_api_reads_it(cli: Cli) -> None
             .select_from(Membership)
             .where(Membership.org_id == org_id, Membership.deleted_at.is_(None))
         )
-    assert await _memberships(cli) == members_before + 10
+    assert await _memberships(cli, org_id) == members_before + 10
     assert len(member_ids) == live_members
     # The other organization sees only its own one reservation.
     assert [r["id"] for r in other_page["items"]] == [str(other_reservation["id"])]
 
 
 async def test_jobs_run_mel_expiry_expires_an_overdue_item_once(cli: Cli) -> None:
-    org_id = uuid.UUID(cli.org_id)
+    org_id = (await make_org(cli.engine, "MEL Aero")).id  # the module's org stays without one
     plane = new_id()
     item = new_id()
     async with cli.engine.begin() as conn:

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
-
-from tests.fixtures.network import free_port
+from scripts.scratch import free_port
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+from scripts.scratch import free_port
 
 from hangar_client import (
     APIConnectionError,
@@ -49,7 +50,6 @@ from tests.fixtures.client_transports import (
 )
 from tests.fixtures.fakes import START
 from tests.fixtures.receivers import Receiver
-from tests.fixtures.subprocesses import free_port
 
 KEY = "svc_pk_" + "k" * 43
 BASE = "https://hangar.example"

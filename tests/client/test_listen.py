@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+from scripts.scratch import free_port
 from sqlalchemy import select
 
 from hangar.fleet.models import Aircraft
@@ -38,7 +39,7 @@ from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.python_client import Counting, Harness, asgi
 from tests.fixtures.receivers import Received, Receiver
-from tests.fixtures.subprocesses import eventually, free_port
+from tests.fixtures.subprocesses import eventually
 
 INTERVAL = 5.0
 SECRET = "ab" * 32

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import httpx
 import pytest
+from scripts.scratch import free_port
 
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
@@ -17,7 +18,6 @@ from tests.fixtures.actions import public
 from tests.fixtures.factories import Org
 from tests.fixtures.invites import browser, held, org_ids, set_password
 from tests.fixtures.smtp import MailServer, mail_server
-from tests.fixtures.subprocesses import free_port
 
 MAIL_FROM = "Hangar <hangar@example.org>"
 NEW = {"first_name": "Pat", "last_name": "Pilot", "role": "instructor"}

@@ -13,6 +13,7 @@ from urllib.parse import quote_plus
 import httpx
 import trustme
 from fastapi import Request
+from scripts.scratch import free_port
 
 from hangar.app import create_app
 from hangar.auth import sessions
@@ -26,7 +27,6 @@ from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.logs import captured_logs, json_lines, served
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
 from tests.fixtures.routes import app_routes
-from tests.fixtures.subprocesses import free_port
 from tests.fixtures.webhooks import SECRET, dispatcher, fire, subscribe
 
 HEX_ID = re.compile(r"[0-9a-f]{32}")

@@ -10,11 +10,11 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+from scripts.scratch import free_port
 
 from hangar.foundation.mail import Mail, Mailer, NotSent, is_one_address
 from tests.fixtures.factories import T0
 from tests.fixtures.smtp import mail_server, tls_contexts
-from tests.fixtures.subprocesses import free_port
 
 FROM = "Hangar <hangar@example.org>"
 CREDENTIALS = ("mailer", "s3cret: pass/word")

@@ -12,6 +12,7 @@ import httpx
 import pytest
 import trustme
 from redis.asyncio import Redis
+from scripts.scratch import free_port
 from sqlalchemy import update
 
 from hangar.app import create_app
@@ -27,7 +28,6 @@ from tests.fixtures.external import API
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.metrics import TOKEN, Samples, labels, moved, scrape
-from tests.fixtures.network import free_port
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
 from tests.fixtures.webhooks import dispatcher, fire, subscribe
 

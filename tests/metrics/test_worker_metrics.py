@@ -27,6 +27,9 @@ async def test_the_worker_serves_its_delivery_counters_and_the_queue_gauges(
     repo_root: Path,
 ) -> None:
     sub_id = await subscribe(services, org, receiver.url("/worker"), [catalogue.SQUAWK_CREATED])
+    # Fired before the worker starts, so that its first look finds the delivery: on SQLite no
+    # signal reaches another process, and an idle worker looks again only after 30 s.
+    await fire(services, org)
     env = {"HANGAR_METRICS_TOKEN": TOKEN, "HANGAR_LOG_FORMAT": "json"}
     async with (
         worker_command(services.settings.database_url, ca, tmp_path, repo_root, env) as (
@@ -35,12 +38,11 @@ async def test_the_worker_serves_its_delivery_counters_and_the_queue_gauges(
         ),
         httpx.AsyncClient(base_url=base, timeout=10) as client,
     ):
-        await fire(services, org)
 
         async def delivered() -> bool:
             return await deliveries(services.engine, sub_id) == [("succeeded", 1)]
 
-        await eventually(delivered, 30, "the worker delivered")
+        await eventually(delivered, 10, "the worker delivered")
         samples = await scrape(client)
         refused = [
             await client.get("/metrics"),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from scripts.scratch import free_port
 
 from hangar.cli.processes import environment
 from hangar.foundation.config import ConfigError, Settings, load_settings
@@ -28,7 +29,6 @@ from tests.fixtures.deploy import (
     rendered_unit,
 )
 from tests.fixtures.environment import SECRET
-from tests.fixtures.subprocesses import free_port
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 MOST_EXPOSED = 4.0  # systemd-analyze security's exposure level, out of 10

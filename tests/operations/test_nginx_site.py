@@ -19,10 +19,11 @@ import httpx
 import orjson
 import pytest
 import trustme
+from scripts.scratch import free_port
 
 from tests.fixtures.deploy import NGINX, Site, running_site
 from tests.fixtures.serve_process import serve_process
-from tests.fixtures.subprocesses import Started, eventually, free_port
+from tests.fixtures.subprocesses import Started, eventually
 
 pytestmark = pytest.mark.skipif(
     NGINX is None, reason="nginx is not installed (.ci/run installs it)"

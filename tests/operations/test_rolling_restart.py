@@ -23,6 +23,7 @@ import orjson
 import pytest
 import trustme
 from scripts.rolling_restart import Instance, rolling_restart
+from scripts.scratch import free_port
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.auth import sessions
@@ -34,7 +35,7 @@ from tests.fixtures.clients import session_for
 from tests.fixtures.deploy import NGINX, running_site
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import make_org
-from tests.fixtures.subprocesses import free_port, started
+from tests.fixtures.subprocesses import started
 
 pytestmark = [
     pytest.mark.skipif(not PG_URL, reason="--workers 2 needs PostgreSQL"),

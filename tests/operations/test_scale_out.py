@@ -34,6 +34,7 @@ import orjson
 import pytest
 import trustme
 from prometheus_client.parser import text_string_to_metric_families
+from scripts.scratch import free_port
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -51,7 +52,7 @@ from tests.fixtures.deploy import NGINX, deploy_env, nginx_argv, nginx_config, s
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.receivers import https_endpoint
-from tests.fixtures.subprocesses import Started, eventually, free_port, started, until_healthy
+from tests.fixtures.subprocesses import Started, eventually, started, until_healthy
 from tests.fixtures.webhooks import subscribe
 from tests.fixtures.worker_process import worker_process
 

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from scripts.scratch import free_port
 
 from hangar.cli.processes import environment, process_count
 from hangar.foundation.config import Settings, load_settings
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.procfs import children, client_ports, server_side
-from tests.fixtures.subprocesses import eventually, free_port, started, until_healthy
+from tests.fixtures.subprocesses import eventually, started, until_healthy
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 STARTUP_S = 90.0

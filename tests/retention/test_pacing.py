@@ -143,6 +143,9 @@ class StepClock:
         self._now += self._step
         return self._now
 
+    async def sleep(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+
 
 async def finished_long_ago(services: Services, org: Org, count: int) -> uuid.UUID:
     """An empty start, then `count` deliveries of one subscription finished before the window,

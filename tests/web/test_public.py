@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from scripts.scratch import free_port
 
 from hangar.external.openapi import API_VERSION
 from hangar.web import changelog
@@ -24,7 +25,6 @@ from hangar.webhooks.catalogue import EVENT_NAMES
 from hangar.webhooks.signing import envelope, signature
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START
-from tests.fixtures.network import free_port
 
 PUBLIC = ["/login", "/docs", "/changelog"]
 CODE = re.compile(r"`([A-Z][A-Z_]+)`")  # an error code, as the OpenAPI's descriptions quote it

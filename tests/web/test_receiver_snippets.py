@@ -22,11 +22,11 @@ from pathlib import Path
 import httpx
 import pytest
 from markupsafe import escape
+from scripts.scratch import free_port
 
 from hangar.web.docs import RECEIVERS, SNIPPETS
 from hangar.webhooks.signing import envelope, headers
 from tests.fixtures.fakes import START
-from tests.fixtures.network import free_port
 from tests.fixtures.subprocesses import Started, eventually, started
 
 OLD_SECRET = "3f" * 32  # the receiver's: the secret before a rotation

@@ -11,10 +11,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from scripts.scratch import free_port
 
 from hangar.webhooks import catalogue
 from tests.fixtures.factories import Org
-from tests.fixtures.network import free_port
 from tests.fixtures.receivers import HOST
 from tests.fixtures.webhooks import (
     Hooks,

@@ -63,19 +63,24 @@ async def test_concurrent_claims_never_overlap(
 async def test_a_slow_receiver_holds_up_nobody_else(
     services: Services, org: Org, receiver: Receiver, sender: Sender
 ) -> None:
-    receiver.slow_paths["/slow"] = 3.0
+    # The slow receiver answers only once the fast one has been heard: a dispatcher that
+    # waited for the one before sending to the other would never get there.
+    heard_fast = asyncio.Event()
+    receiver.held_paths["/slow"] = heard_fast
     await subscribe(services, org, receiver.url("/slow"))
     await subscribe(services, org, receiver.url("/fast"))
     await fire(services, org)
     dispatcher = Dispatcher(services.engine, services.clock, sender, services.secret_box)
     stop = asyncio.Event()
-    started = time.monotonic()
     running = asyncio.create_task(dispatcher.run(stop))
     try:
+        started = time.monotonic()
         while not any(r.path == "/fast" for r in receiver.requests):
-            assert time.monotonic() - started < 2.5, "the fast receiver waited for the slow one"
-            await asyncio.sleep(0.02)
+            assert time.monotonic() - started < 5, "the fast receiver waited for the slow one"
+            await asyncio.sleep(0.01)
+        assert receiver.in_flight["/slow"] == 1  # still held: the fast one did not wait
     finally:
+        heard_fast.set()
         stop.set()
         dispatcher.kick()
         await asyncio.wait_for(running, 10)
@@ -88,7 +93,8 @@ async def test_new_work_wakes_the_worker_at_once(
     worker = Worker(services, sender)
     await worker.start()
     try:
-        await asyncio.sleep(0.3)  # let it find nothing and go to sleep (for up to 30 s)
+        # Asleep with nothing due: only the new work's signal can wake it now.
+        await asyncio.wait_for(worker.dispatcher.asleep.wait(), 5)
         await fire_and_wait(services, org, receiver, "the worker slept through new work")
     finally:
         await worker.stop()
@@ -122,7 +128,8 @@ async def test_a_lost_listen_connection_is_restored(
             assert time.monotonic() - lost_at < 5, "the worker never noticed the lost LISTEN"
             await asyncio.sleep(0.01)
         await asyncio.wait_for(worker.listening.wait(), 5)  # ...and listens again
-        await asyncio.sleep(0.3)  # past the reconnect's own kick: only a NOTIFY can wake it now
+        # Asleep past the reconnect's own kick: only a NOTIFY can wake it now.
+        await asyncio.wait_for(worker.dispatcher.asleep.wait(), 5)
         await fire_and_wait(services, org, receiver, "no NOTIFY reached the restored listener")
     finally:
         await worker.stop()

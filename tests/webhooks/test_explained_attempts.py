@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import trustme
 from markupsafe import escape
+from scripts.scratch import free_port
 from sqlalchemy import update
 
 from hangar.kit.container import Services
@@ -26,7 +27,6 @@ from hangar.webhooks.models import Subscription
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
-from tests.fixtures.network import free_port
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
 from tests.fixtures.webhooks import SECRET, delivery_log, dispatcher, fire, subscribe
 

@@ -187,7 +187,8 @@ async def test_a_dispatcher_leases_only_what_it_has_slots_for(hooks: Hooks) -> N
     running = asyncio.create_task(work.run(stop))
     try:
         await until(lambda: len(receiver.requests) == 2, "two attempts never started")
-        await asyncio.sleep(0.2)  # time enough to claim more, if it would
+        # Asleep with both slots busy: it has claimed all it ever will until one frees.
+        await asyncio.wait_for(work.asleep.wait(), BOUND)
         leased = [await in_flight(services.engine, s, services.clock.now()) for s in subs]
         assert sum(leased) == 2  # not the other three, waiting leased behind busy slots
         release.set()
@@ -328,10 +329,14 @@ async def test_an_idle_dispatcher_waits_when_only_capped_work_is_due(hooks: Hook
     idle = Counting(services.engine, services.clock, hooks.sender, services.secret_box)
     stop = asyncio.Event()
     running = asyncio.create_task(idle.run(stop))
-    await asyncio.sleep(0.5)
+    await asyncio.wait_for(idle.asleep.wait(), BOUND)
+    # Asleep until a time to come: until then (or a kick) it claims nothing more.
+    woken_at = hooks.clock.sleeping_until()
     stop.set()
     idle.kick()
     await asyncio.wait_for(running, BOUND)
     # It looked, found nothing it may take, and slept (not a claim per turn of the loop).
+    assert woken_at
+    assert min(woken_at) > hooks.clock.now()
     assert 1 <= idle.claims <= 2
     assert hooks.receiver.requests == []

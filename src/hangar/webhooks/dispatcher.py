@@ -95,6 +95,9 @@ class Dispatcher:
         # that no one worker can take all the work.
         self.concurrency = concurrency
         self._wake = asyncio.Event()
+        # Set while the loop sleeps with no kick pending: until a kick, a stop or its next
+        # look at the clock, it does nothing. What a test waits for instead of a guessed time.
+        self.asleep = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._recorder: Recorder[Claimed] = Recorder(engine)
         # Set once stopping: batches then refill nothing (`slots_after`).
@@ -108,6 +111,7 @@ class Dispatcher:
         """New work may be due, or a slot (or a subscription's room) came free: stop
         sleeping."""
         self._wake.set()
+        self.asleep.clear()
 
     async def run(self, stop: asyncio.Event) -> None:
         self._stopping = False
@@ -145,11 +149,17 @@ class Dispatcher:
                 DATABASE_ERRORS.labels("dispatcher").inc()  # claiming is all database work
                 log.exception("dispatcher: claiming failed; retrying shortly")
                 wait = 5.0
+            # The clock's own sleep: what is due at a time the clock tells is waited for on
+            # that clock (an injected one ends the wait when it is moved, not in real time).
             sleepers = [
                 asyncio.ensure_future(self._wake.wait()),
                 asyncio.ensure_future(stop.wait()),
+                asyncio.ensure_future(self._clock.sleep(wait)),
             ]
-            await asyncio.wait(sleepers, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if not self._wake.is_set():
+                self.asleep.set()
+            await asyncio.wait(sleepers, return_when=asyncio.FIRST_COMPLETED)
+            self.asleep.clear()
             for s in sleepers:
                 s.cancel()
 
