@@ -1,7 +1,9 @@
 """`python -m bench`: set up data, run every benchmark, print one table.
 
     .venv/bin/python -m bench            # PostgreSQL 1,000,000 rows + SQLite 100,000 rows
-    .venv/bin/python -m bench --quick    # small SQLite data, a few seconds a row (CI smoke)
+    .venv/bin/python -m bench --quick    # small SQLite data, a few seconds a row
+    .venv/bin/python -m bench --smoke    # --quick at its smallest: that every row runs (the
+                                         # suite's tests/bench; its figures mean nothing)
 
 Each row measures its two sides in the same run, interleaved (short alternating rounds),
 and prints the ratio with the absolute figures beside it.
@@ -12,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from scripts.scratch import free_port
 
 from bench import hostile, load
 from bench.setup import Dataset, Sizes, cursor_at_depth, ensure_events, prepare
@@ -52,13 +54,6 @@ class Row:
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextmanager
@@ -138,8 +133,8 @@ def fmt(side: load.Side) -> str:
 
 class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
-        self.rounds = args.rounds
-        self.seconds = args.seconds
+        self.rounds: int = args.rounds
+        self.seconds: float = args.seconds
         self.conns = args.connections
         self.warm_up = not args.quick
         self.rows: list[Row] = []
@@ -355,8 +350,11 @@ def event_rows(run: Runner, data: Dataset, label: str, logdir: Path) -> None:
         )
 
 
-def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) -> None:
-    """G6, G7, G13 and G8 against one database, and G9's worker memory with G6."""
+def hooks(
+    run: Runner, database_url: str, label: str, *, quick: bool, g6: bool, smoke: bool = False
+) -> None:
+    """G6, G7, G13 and G8 against one database, and G9's worker memory with G6. `smoke`: the
+    fewest samples that still run each row end to end."""
     import asyncio
     import statistics
 
@@ -369,7 +367,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     vacuum = lambda: asyncio.run(vacuum_queue(database_url))  # noqa: E731
     settings = Settings(database_url=database_url, secret_key=SECRET)
     if g6:
-        events = 20 if quick else 1000
+        events = 5 if smoke else 20 if quick else 1000
         log(f"G6: {events} events x 10 subscriptions, {label}")
         vacuum()
         try:
@@ -409,7 +407,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         except Exception as exc:
             run.add(Row.failed("G6", f"one subscription's throughput, {label}", "", exc))
     if g6:
-        g9_events = 100 if quick else 10_000
+        g9_events = 10 if smoke else 100 if quick else 10_000
         log(f"G9: a worker process drains {g9_events * 10:,} pending deliveries, {label}")
         vacuum()
         try:
@@ -433,7 +431,7 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
             )
         except Exception as exc:
             run.add(Row.failed("G9", f"worker RSS draining a backlog, {label}", "<= 300 MB", exc))
-    samples = 10 if quick else 50
+    samples = 3 if smoke else 10 if quick else 50
     log(f"G7: {samples} product actions, idle dispatcher, {label}")
     vacuum()
     try:
@@ -453,10 +451,10 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
         )
     except Exception as exc:
         run.add(Row.failed("G7", f"commit -> first byte, {label}", "", exc))
-    backlog = 100 if quick else 1000
+    backlog = 20 if smoke else 100 if quick else 1000
     # More samples than G7: G13 compares two p99s, and of 50 samples the p99 is the largest,
     # so one stall of this shared machine would decide the row; of 200 it is the second largest.
-    fair_samples = 10 if quick else 200
+    fair_samples = 3 if smoke else 10 if quick else 200
     log(f"G13: a healthy organization's G7 while another's endpoint is slow, {label}")
     vacuum()
     try:
@@ -484,17 +482,21 @@ def hooks(run: Runner, database_url: str, label: str, *, quick: bool, g6: bool) 
     vacuum()
     try:
         limit_s = 35.0 if quick else 80.0
-        firsts, seconds = asyncio.run(webhooks.retry_waits(settings, 3, free_port(), limit_s))
+        waits = 1 if smoke else 3
+        firsts, seconds = asyncio.run(webhooks.retry_waits(settings, waits, free_port(), limit_s))
 
         def span(values: list[float]) -> str:
             return f"{min(values):.2f}-{max(values):.2f} s" if values else "none"
 
         ok = (
-            len(firsts) == len(seconds) == 3
+            len(firsts) == len(seconds) == waits
             and all(abs(a - 2) <= 0.25 for a in firsts)
             and all(abs(b - 8) <= 0.25 for b in seconds)
         )
-        text = f"1st wait {span(firsts)}, 2nd wait {span(seconds)} (3 deliveries, {limit_s:.0f} s)"
+        text = (
+            f"1st wait {span(firsts)}, 2nd wait {span(seconds)} ({waits} deliveries, "
+            f"{limit_s:.0f} s)"
+        )
         run.add(
             Row(
                 "G8",
@@ -625,17 +627,19 @@ class HostileCase:
     contrast: bool = False  # a row without a goal, to tell what the goal row's figure is made of
 
 
-def hostile_rows(run: Runner, data: Dataset, label: str, logdir: Path, *, quick: bool) -> None:
-    """G12b and G12c: a well-behaved client's GET /api/health every 10 ms, quiet and while
-    another address floods the server, in alternating phases, on `real` servers (the app
-    with its limits as configured). Each group of rows has a server of its own (and its own
-    limiter counts), so a row's peak RSS is its flood's and each sign-in flood starts with
-    the address's budget whole."""
+def hostile_rows(
+    run: Runner, data: Dataset, label: str, logdir: Path, *, quick: bool, smoke: bool = False
+) -> None:
+    """G12b, G12c and G12d: a well-behaved client's GET /api/health every 10 ms, quiet and
+    while another address floods the server, in alternating phases, on `real` servers (the
+    app with its limits as configured). Each group of rows has a server of its own (and its
+    own limiter counts), so a row's peak RSS is its flood's and each sign-in flood starts
+    with the address's budget whole."""
     import uuid
     from urllib.parse import urlsplit
 
     rounds = 1 if quick else 4
-    seconds = 2.0 if quick else 4.0
+    seconds = 0.5 if smoke else 2.0 if quick else 4.0
     conns = hostile.CONNS
     maintenance = f"/api/orgs/{data.org_id}/maintenance-logs"
     anonymous = f"{conns} anonymous connections from 127.0.0.2 POST"
@@ -677,6 +681,44 @@ def hostile_rows(run: Runner, data: Dataset, label: str, logdir: Path, *, quick:
                 f"contrast: {one_address} with random emails back to back, straight at hangar "
                 "(no proxy: the rate nginx would refuse)",
                 contrast=True,
+            )
+        ],
+    ]
+    # G12d: the attacks of tests/hardening/test_http_bounds.py (which checks their answers
+    # and deadlines, not the latency: a p99 under load is no test on a shared machine),
+    # straight at hangar, whose own bounds must hold without nginx. The huge ones at that
+    # test's pace, 10 a second from each connection; the slow ones held through each phase,
+    # since the production head timeout (10 s, as the `real` server runs) outlasts it.
+    held = "held open through each phase (shorter than the 10 s head timeout)"
+    groups += [
+        [
+            HostileCase(
+                "G12d",
+                {"kind": "huge-head", "rate": 40},
+                f"{conns} connections from 127.0.0.2 send an 8 MB header in 64 KB writes until "
+                "refused (431), 40 a second in all",
+            )
+        ],
+        [
+            HostileCase(
+                "G12d",
+                {"kind": "huge-body", "rate": 40},
+                f"{conns} connections from 127.0.0.2 POST /api/session declaring a 50 MB body, in "
+                "64 KB writes until refused (413), 40 a second in all",
+            )
+        ],
+        [
+            HostileCase(
+                "G12d",
+                {"kind": "slowloris", "conns": 20},
+                f"20 slowloris connections from 127.0.0.2, a header line every 0.25 s each, {held}",
+            )
+        ],
+        [
+            HostileCase(
+                "G12d",
+                {"kind": "idle", "conns": 80},
+                f"80 connections from 127.0.0.2 that send nothing (the cap is 100), {held}",
             )
         ],
     ]
@@ -725,17 +767,28 @@ def hostile_case_rows(
     flood_s = found.flood_seconds
     sent = sum(answers.values())
     told = ", ".join(f"{status}: {n:,}" for status, n in sorted(answers.items()))
-    flood_text = f"{sent:,} requests in {flood_s:.0f} s ({sent / flood_s:,.0f}/s; {told}"
+    what = "connections" if kind in ("slowloris", "idle") else "requests"
+    flood_text = f"{sent:,} {what} in {flood_s:.0f} s ({sent / flood_s:,.0f}/s; {told}"
     if kind == "bodies":
         flood_text += f"; {found.flood_bytes / 1e6:,.0f} MB of body written"
+    elif kind.startswith("huge-"):
+        flood_text += f"; {found.flood_bytes / 1e6:,.0f} MB written"
     flood_text += ")"
     quiet_p99 = percentile(found.quiet.ms, 0.99)
     p99 = percentile(found.hostile.ms, 0.99)
     ratio = p99 / quiet_p99 if found.quiet.ms and found.hostile.ms else None
     errors = found.quiet.errors + found.hostile.errors
     # The flood must have been answered as designed: 401 for the bodies (no session); for
-    # sign-in, 401 while the address's budget lasts, then 429.
-    expected = {"401"} if kind == "bodies" else {"401", "429"}
+    # sign-in, 401 while the address's budget lasts, then 429; the huge heads and bodies
+    # refused; the slow and idle connections held, or ended at the head timeout.
+    expected = {
+        "bodies": {"401"},
+        "sign-in": {"401", "429"},
+        "huge-head": {"431"},
+        "huge-body": {"413"},
+        "slowloris": {"held", "408"},
+        "idle": {"held", "lost"},
+    }[kind]
     answered = sum(n for status, n in answers.items() if status in expected)
     busy, calm = found.server_hostile, found.server_quiet
     # CPU as a share of one core; what the server read (rchar: sockets and files alike) says
@@ -828,11 +881,17 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small SQLite data, short rounds")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="--quick at its smallest (a quarter of a second a side, a few samples): proves "
+        "every row runs; its figures mean nothing",
+    )
     parser.add_argument("--pg-url", default="postgresql://root@127.0.0.1:5432/hangar_bench")
     parser.add_argument("--redis-url", default=None)
     parser.add_argument("--sqlite-dir", default=None, help="where the SQLite databases live")
     parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--seconds", type=int, default=None)
+    parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument(
         "--only",
@@ -842,6 +901,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reseed", action="store_true", help="SQLite only: seed afresh")
     parser.add_argument("--write", default=None, help="also write the table to this file")
     args = parser.parse_args(argv)
+    args.quick = args.quick or args.smoke
+    if args.smoke and args.seconds is None:
+        args.seconds = 0.25
     if args.rounds is None:
         args.rounds = 1 if args.quick else 4
     if args.seconds is None:
@@ -866,11 +928,12 @@ def main(argv: list[str] | None = None) -> int:
             run.add(seed_row(data, "SQLite"))
 
         def quick_hooks() -> None:
-            hooks(run, f"sqlite:///{sqlite_dir / 'quick.db'}", "SQLite", quick=True, g6=True)
+            url = f"sqlite:///{sqlite_dir / 'quick.db'}"
+            hooks(run, url, "SQLite", quick=True, g6=True, smoke=args.smoke)
 
         def quick_hostile() -> None:
             data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)
-            hostile_rows(run, data, "SQLite", logdir, quick=True)
+            hostile_rows(run, data, "SQLite", logdir, quick=True, smoke=args.smoke)
 
         def quick_events() -> None:
             data = prepare(f"sqlite:///{sqlite_dir / 'quick.db'}", QUICK, args.redis_url, log)

@@ -1,5 +1,6 @@
-"""Hostile clients (G12b, G12c): a well-behaved client's latency while another address floods
-the server, against the same client's latency with the server quiet, in alternating phases.
+"""Hostile clients (G12b, G12c, G12d): a well-behaved client's latency while another address
+floods the server, against the same client's latency with the server quiet, in alternating
+phases.
 
 The well-behaved client runs in the bench process, from 127.0.0.1: one keep-alive connection,
 one `GET /api/health` every 10 ms (the issue measured that route; a keyed route would meet
@@ -10,6 +11,7 @@ requests would be taken as the client they name):
 
     python -m bench.hostile flood '{"kind": "bodies", "port": P, "path": ..., "seconds": S}'
     python -m bench.hostile flood '{"kind": "sign-in", "port": P, "seconds": S}'
+    python -m bench.hostile flood '{"kind": "huge-head", "port": P, "seconds": S}'
 
 - `bodies` (G12b): CONNS connections, each POSTing a 1,000,000-byte JSON body (under the
   largest cap, 1 MiB) with no session to the path, reading the answer, dropping the
@@ -18,26 +20,41 @@ requests would be taken as the client they name):
   email and a wrong password back to back (a new connection whenever the server closes one);
   with `"rate": R`, R attempts a second in all instead.
 
+The attacks of tests/hardening/test_http_bounds.py (G12d), each connection one misbehaving
+client that starts again as soon as it is done (or, with a `"rate"`, paced as above):
+
+- `huge-head`: an 8 MB header, sent in 64 KB writes until the server answers (431) or stops
+  reading;
+- `huge-body`: a POST to `/api/session` declaring a 50 MB body, sent in 64 KB writes until
+  the server answers (413, before the body) or stops reading;
+- `slowloris`: a request line, then a header line every 0.25 s, until the server answers
+  (408 at its head timeout) or closes;
+- `idle`: a connection that sends nothing, until the server closes it (at its head timeout).
+
+A slowloris or idle connection still open at the deadline counts as "held".
+
 `"body_bytes"` sets the size of the `bodies` flood's bodies (the contrast row's are small).
 
 It prints `started` once it is flooding, then, at its deadline, one JSON line: the answers
-by status, the connections lost before an answer, and the bytes of body it wrote. Both
-clients speak HTTP/1.1 over plain asyncio streams: cheap, so that on a small machine the
-flood's own CPU takes as little as it can from the server it loads.
+by status, the connections lost before an answer, and the bytes of body it wrote (G12d's
+floods: every byte). Both clients speak HTTP/1.1 over plain asyncio streams: cheap, so that on
+a small machine the flood's own CPU takes as little as it can from the server it loads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
 import secrets
+import socket
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +67,9 @@ INTERVAL_S = 0.01  # the well-behaved client's pace: one request every 10 ms
 BODY_BYTES = 1_000_000
 CONNS = 4
 ANSWER_TIMEOUT_S = 10.0
+MB = 1024 * 1024
+CHUNK = b"a" * 65536
+SLOWLORIS_EVERY_S = 0.25
 
 
 def maintenance_body(size: int = BODY_BYTES) -> bytes:
@@ -143,7 +163,7 @@ class Flood:
 
     seconds: float
     answers: dict[str, int]  # by status; "lost" when the connection ended before an answer
-    body_bytes: int  # bytes of request body handed to the socket
+    body_bytes: int  # bytes of request body handed to the socket (G12d's floods: every byte)
     cpu_s: float  # the hostile client's own CPU time (user + system)
 
     @property
@@ -229,6 +249,96 @@ async def _keep_alive(
     return written
 
 
+async def _connections(
+    every_s: float, deadline: float, counts: Counter[str], one: Callable[[], Awaitable[int]]
+) -> int:
+    """`one()` (a connection, start to end: the bytes it wrote; OSError if it could not
+    connect) back to back, or one every `every_s` when that is more than 0."""
+    written = 0
+    next_at = time.monotonic()
+    while (now := time.monotonic()) < deadline:
+        if every_s:
+            if next_at > now:
+                await asyncio.sleep(next_at - now)
+                continue  # the deadline may have passed meanwhile
+            next_at = max(next_at + every_s, now)
+        try:
+            written += await one()
+        except OSError:
+            counts["connect failed"] += 1
+            await asyncio.sleep(0.01)
+    return written
+
+
+def _huge_head(port: int) -> Iterator[bytes]:
+    yield f"GET {HEALTH} HTTP/1.1\r\nHost: {SERVER}:{port}\r\nX-Padding: ".encode()
+    for _ in range(8 * MB // len(CHUNK)):
+        yield CHUNK
+    yield b"\r\n\r\n"
+
+
+def _huge_body(port: int) -> Iterator[bytes]:
+    yield (
+        f"POST /api/session HTTP/1.1\r\nHost: {SERVER}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {50 * MB}\r\n\r\n"
+    ).encode()
+    for _ in range(50 * MB // len(CHUNK)):
+        yield CHUNK
+
+
+async def _until_answered(port: int, parts: Iterator[bytes], counts: Counter[str]) -> int:
+    """One connection: `parts` written until the server answers or stops reading, and its
+    answer counted. A bare socket, not a stream: the server refuses and closes with our bytes
+    still arriving, so a write meets its reset, and a stream's transport then stops reading
+    and drops the answer it has already received."""
+    loop = asyncio.get_running_loop()
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        sock.bind((HOSTILE, 0))
+        await loop.sock_connect(sock, (SERVER, port))
+        answer = asyncio.create_task(loop.sock_recv(sock, 65536))
+        written = 0
+        with contextlib.suppress(OSError, TimeoutError):  # closed, or reads no more
+            for part in parts:
+                if answer.done():
+                    break
+                await asyncio.wait_for(loop.sock_sendall(sock, part), ANSWER_TIMEOUT_S)
+                written += len(part)
+        try:
+            head = await asyncio.wait_for(answer, ANSWER_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            head = b""
+    counts[head[9:12].decode() if head.startswith(b"HTTP/1.1 ") else "lost"] += 1
+    return written
+
+
+async def _drip(port: int, first: bytes, line: bytes, deadline: float, counts: Counter[str]) -> int:
+    """One connection: `first`, then `line` every SLOWLORIS_EVERY_S (nothing more if it is
+    empty), until the server answers or closes, or the deadline ("held")."""
+    reader, writer = await _connect(port, HOSTILE)
+    answer = asyncio.create_task(read_answer(reader))
+    writer.write(first)
+    written = len(first)
+    try:
+        while not answer.done() and (left := deadline - time.monotonic()) > 0:
+            await asyncio.wait({answer}, timeout=min(SLOWLORIS_EVERY_S, left) if line else left)
+            if line and not answer.done():
+                writer.write(line)
+                written += len(line)
+        if not answer.done():
+            answer.cancel()
+            counts["held"] += 1
+        else:
+            try:
+                status, _ = answer.result()
+                counts[str(status)] += 1
+            except (OSError, asyncio.IncompleteReadError):
+                counts["lost"] += 1
+    finally:
+        writer.transport.abort()
+    return written
+
+
 async def flood(
     kind: str,
     port: int,
@@ -262,6 +372,24 @@ async def flood(
             _keep_alive(port, every_s, deadline, counts, lambda: (health, b""))
             for _ in range(conns)
         ]
+    elif kind in ("huge-head", "huge-body"):
+        parts = _huge_head if kind == "huge-head" else _huge_body
+
+        def huge() -> Awaitable[int]:
+            return _until_answered(port, parts(port), counts)
+
+        workers = [_connections(every_s, deadline, counts, huge) for _ in range(conns)]
+    elif kind in ("slowloris", "idle"):
+        # Each holds its connection to the deadline unless the server ends it (then another
+        # takes its place): a phase is shorter than the production head timeout, 10 s.
+        first, line = f"GET {HEALTH} HTTP/1.1\r\n".encode(), b"X-A: b\r\n"
+        if kind == "idle":
+            first, line = b"", b""
+
+        def slow() -> Awaitable[int]:
+            return _drip(port, first, line, deadline, counts)
+
+        workers = [_connections(every_s, deadline, counts, slow) for _ in range(conns)]
     else:
         raise ValueError(f"unknown flood {kind!r}")
     print("started", flush=True)

@@ -5,6 +5,7 @@ A, then B, then A again, so drift on a shared machine falls on both."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import statistics
@@ -58,9 +59,10 @@ def _ms(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def run_wrk(target: Target, seconds: int, connections: int) -> Round:
+def run_wrk(target: Target, seconds: float, connections: int) -> Round:
     assert WRK is not None
-    cmd = [WRK, "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
+    whole = max(1, math.ceil(seconds))  # wrk counts whole seconds
+    cmd = [WRK, "-t1", f"-c{connections}", f"-d{whole}s", "--latency", "--timeout", "10s"]
     for name, value in target.headers.items():
         cmd += ["-H", f"{name}: {value}"]
     cmd.append(target.url)
@@ -92,14 +94,14 @@ def run_python(target: Target, seconds: float, connections: int) -> Round:
     return Round(rps=data["rps"], p50_ms=data["p50"], p99_ms=data["p99"], errors=data["errors"])
 
 
-def measure(target: Target, seconds: int, connections: int) -> Round:
+def measure(target: Target, seconds: float, connections: int) -> Round:
     if WRK:
         return run_wrk(target, seconds, connections)
     return run_python(target, seconds, connections)
 
 
 def compare(
-    a: Target, b: Target, *, rounds: int, seconds: int, connections: int, warm_up: bool = True
+    a: Target, b: Target, *, rounds: int, seconds: float, connections: int, warm_up: bool = True
 ) -> tuple[Side, Side]:
     """Alternating rounds of A and B (after one short warm-up of each)."""
     if warm_up:

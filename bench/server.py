@@ -11,7 +11,7 @@ limits), with settings from the HANGAR_* variables; the bare baseline on uvicorn
 `full` is the real code path: every request looks its key up and makes the Redis INCRs (or
 the in-process counts without Redis); only the limits are raised, here, in bench/, so a load
 test is not stopped after 60 requests. No production setting changes. `real` is the app
-exactly as `hangar serve` builds it, limits and all: the hostile rows (G12b, G12c) need the
+exactly as `hangar serve` builds it, limits and all: the hostile rows (G12b-G12d) need the
 sign-in throttle to fill.
 """
 

@@ -231,7 +231,7 @@ async def test_a_hanging_redis_does_not_hang_the_probe(
         response = await asyncio.wait_for(readiness(replace(services, redis=hanging), 0.2), 5)
     finally:
         await hanging.aclose()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 2  # the probe's 0.2 s, not the hang's forever
     assert response.status_code == 200
     body = orjson.loads(bytes(response.body))
     assert body["checks"] == {"database": "ok", "migrations": "ok", "redis": "timed out"}
@@ -245,7 +245,7 @@ async def test_health_answers_within_its_bound_when_both_stores_hang(
     # does not wait for the abandoned connection attempts to give up.
     hung_db = make_engine(f"postgresql://root@127.0.0.1:{silent_port}/test")
     hanging = Redis(host="127.0.0.1", port=silent_port, retry=Retry(NoBackoff(), 0))
-    bound = 0.5
+    bound = 1.0
     started = time.monotonic()
     try:
         response = await asyncio.wait_for(
@@ -255,10 +255,12 @@ async def test_health_answers_within_its_bound_when_both_stores_hang(
     finally:
         await hanging.aclose()
         await hung_db.dispose()
-    assert took < bound * 1.8, took
+    # One after the other, the checks take two bounds however idle the machine; side by side,
+    # one, and only a whole bound of scheduling delay could make that look like two.
+    assert took < bound * 2, took
     assert response.status_code == 503
     body = orjson.loads(bytes(response.body))
     assert body["code"] == "SERVICE_UNAVAILABLE"
     assert body["detail"] == (
-        "The database gave no answer within 0.5 s; the redis gave no answer within 0.5 s"
+        "The database gave no answer within 1 s; the redis gave no answer within 1 s"
     )

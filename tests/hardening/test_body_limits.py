@@ -1,7 +1,8 @@
 """Request bodies are capped per route (hangar.http.limits.BodyLimit), before the app reads
 them; the largest valid body of each capped route still passes.
 
-The memory and latency side, against a real server, is in test_http_bounds.py.
+The memory side, against a real server, is in test_http_bounds.py; the latency of others
+while such bodies arrive is bench G12b and G12d.
 """
 
 from __future__ import annotations

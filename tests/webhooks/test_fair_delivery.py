@@ -216,19 +216,18 @@ async def slow_and_healthy(
     return slow, healthy
 
 
-async def fired_and_heard(hooks: Hooks, other: Org, count: int) -> list[float]:
-    """Fires `count` events of org F, one at a time; seconds from each commit to its arrival."""
-    waits = []
+async def fired_and_heard(hooks: Hooks, other: Org, count: int) -> None:
+    """Fires `count` events of org F, one at a time, each heard before the next is fired.
+    While the slow endpoint holds its attempts unanswered, that proves no delivery of F's
+    waited behind its backlog; how soon each arrives is bench G13's (a p99 against quiet,
+    which a loaded test machine would make a coin toss here)."""
     for _ in range(count):
         heard = len(hooks.receiver.heard("/healthy"))
         await hooks.fire(org=other)
-        fired = time.monotonic()
         await until(
             lambda n=heard: len(hooks.receiver.heard("/healthy")) > n,
             "the healthy endpoint's delivery waited behind the slow one's backlog",
         )
-        waits.append(time.monotonic() - fired)
-    return waits
 
 
 async def test_a_slow_backlog_delays_no_other_organization_and_is_served_in_full(
@@ -243,9 +242,8 @@ async def test_a_slow_backlog_delays_no_other_organization_and_is_served_in_full
         await until(
             lambda: receiver.in_flight["/slow"] >= MAX_IN_FLIGHT, "the slow endpoint got nothing"
         )
-        waits = await fired_and_heard(hooks, other, 5)
-        # Each arrives at once (milliseconds): nothing of it waits for the slow endpoint.
-        assert max(waits) < 1.0, waits
+        # Each arrives while the slow endpoint is still held: none waits for it.
+        await fired_and_heard(hooks, other, 5)
         assert receiver.most_in_flight["/slow"] == MAX_IN_FLIGHT
 
         # The slow endpoint recovers: every delivery of its backlog still arrives, once.
@@ -288,8 +286,7 @@ async def test_the_cap_holds_across_two_workers(
         )
         # Both workers have free slots and are kicked by every new event: neither may add
         # an attempt past the cap to the slow endpoint.
-        waits = await fired_and_heard(hooks, other, 5)
-        assert max(waits) < 1.0, waits
+        await fired_and_heard(hooks, other, 5)
         assert receiver.most_in_flight["/slow"] == MAX_IN_FLIGHT
         release.set()
         await until(
