@@ -28,6 +28,9 @@ from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.live_server import api_server  # noqa: F401 (tests/client, tests/external)
 from tests.fixtures.placement import place
 
+# pytester: tests/test_placement.py runs small suites of its own through the placement.
+pytest_plugins = ("pytester",)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     place(items)  # which tests the PostgreSQL + Redis pass repeats: tests/fixtures/placement.py
