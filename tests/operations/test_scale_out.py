@@ -25,7 +25,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,15 +119,10 @@ class Topology:
 # --- the topology ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-async def topology(
-    database_url: str,
-    engine: AsyncEngine,
-    ca: trustme.CA,
-    tmp_path_factory: pytest.TempPathFactory,
-    repo_root: Path,
+@asynccontextmanager
+async def built(
+    database_url: str, engine: AsyncEngine, ca: trustme.CA, where: Path, repo_root: Path
 ) -> AsyncIterator[Topology]:
-    where = tmp_path_factory.mktemp("topology")
     nginx_port, server_ports = free_port(), [free_port(), free_port()]
     base = f"https://127.0.0.1:{nginx_port}"
     env = deploy_env(
@@ -231,6 +226,30 @@ async def topology(
             session=session,
             engine=engine,
         )
+
+
+@pytest.fixture(scope="module")
+async def topology(
+    database_url: str,
+    engine: AsyncEngine,
+    ca: trustme.CA,
+    tmp_path_factory: pytest.TempPathFactory,
+    repo_root: Path,
+) -> AsyncIterator[Topology]:
+    """The module's topology, shared by the tests that leave it whole."""
+    where = tmp_path_factory.mktemp("topology")
+    async with built(database_url, engine, ca, where, repo_root) as shared:
+        yield shared
+
+
+@pytest.fixture
+async def doomed_topology(
+    database_url: str, engine: AsyncEngine, ca: trustme.CA, tmp_path: Path, repo_root: Path
+) -> AsyncIterator[Topology]:
+    """A topology of the test's own, for a test that kills its processes: in a random order,
+    the shared one would reach the tests after it with a server and a worker dead."""
+    async with built(database_url, engine, ca, tmp_path, repo_root) as own:
+        yield own
 
 
 # --- what the tests do and read -----------------------------------------------------------------
@@ -433,7 +452,10 @@ async def test_a_burst_of_product_actions_is_delivered_once_per_delivery(
     print(f"\n{BURST} deliveries, by worker: {sorted(by_worker.values())}")
 
 
-async def test_a_server_and_a_worker_killed_mid_burst_lose_no_event(topology: Topology) -> None:
+async def test_a_server_and_a_worker_killed_mid_burst_lose_no_event(
+    doomed_topology: Topology,
+) -> None:
+    topology = doomed_topology
     receiver = topology.receiver
     doomed_server, doomed_worker = topology.servers[0], topology.workers[0]
     before = set(await deliveries(topology))
