@@ -241,6 +241,21 @@ async def test_a_link_works_once(
     assert again.json() == shown.json() == NOT_VALID
 
 
+async def test_a_link_whose_placeholder_became_the_account_meanwhile_is_used_not_a_conflict(
+    admin: httpx.AsyncClient, services: Services, org: Org
+) -> None:
+    # What the loser of two uses at once can read on SQLite, whose statements each read the
+    # latest commit: the link still open, and its placeholder already the email's account.
+    created = await invite(admin, org, "meanwhile@example.org")
+    async with services.engine.begin() as conn:
+        placeholder = uuid.UUID(created["user_id"])
+        assert await users.claim_placeholder(conn, placeholder, "meanwhile@example.org", "x")
+    async with browser(services) as person:
+        answer = await set_password(person, token_of(created), "a password of mine")
+    assert answer.status_code == 404
+    assert answer.json() == NOT_VALID
+
+
 async def test_a_new_accounts_link_cannot_be_used_twice_even_at_once(
     admin: httpx.AsyncClient, services: Services, org: Org
 ) -> None:

@@ -209,6 +209,19 @@ class AccountExists(Conflict):
         )
 
 
+def for_a_new_account(found: Open | None) -> Open:
+    """`found`, a link whose email has no account yet; else 404 (not usable) or 409
+    ACCOUNT_EXISTS."""
+    if found is None or found.account_id == found.pending_user_id:
+        # The account is this link's own placeholder: another use of the link made it since
+        # the invitation was read (SQLite reads each statement afresh, without PostgreSQL's
+        # row locks): the link is used, as a read a moment later would have said.
+        raise not_valid()
+    if found.account_id is not None:
+        raise AccountExists()
+    return found
+
+
 async def set_password(
     conn: AsyncConnection, token: str, password_hash: str, now: datetime
 ) -> Accepted:
@@ -217,11 +230,7 @@ async def set_password(
     another organization's link made the account after the check: the unique email decides
     which placeholder becomes it). The placeholder becomes the account.
     """
-    found = await find(conn, token, now, lock=True)
-    if found is None:
-        raise not_valid()
-    if found.account_id is not None:
-        raise AccountExists()
+    found = for_a_new_account(await find(conn, token, now, lock=True))
     user_id = found.pending_user_id
     try:
         # The WHERE restates "still a placeholder": of two uses of one link, one wins.

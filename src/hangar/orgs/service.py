@@ -59,10 +59,7 @@ async def choose_password(services: Services, token: str, password: str) -> Star
     """
     async with services.engine.connect() as conn:
         found = await invitations.find(conn, token, services.clock.now())
-    if found is None:
-        raise invitations.not_valid()
-    if found.account_id is not None:  # refused before the hash, which costs a core a while
-        raise invitations.AccountExists()
+    invitations.for_a_new_account(found)  # refused before the hash, which costs a core a while
     password_hash = await hashed(password)
     now = services.clock.now()
     async with services.engine.begin() as conn:
