@@ -723,6 +723,8 @@ def hostile_rows(
         ],
     ]
     pace = f"one GET /api/health every {hostile.INTERVAL_S * 1000:.0f} ms from 127.0.0.1"
+    if smoke:  # one server for every row: its figures mean nothing, starting servers is time
+        groups = [[case for group in groups for case in group]]
     for group in groups:
         # The sign-in throttle counts in Redis when there is one: a prefix of this server's
         # own, so that no earlier run's or row's failures (100 an hour) count against it.
