@@ -31,12 +31,11 @@ LISTEN_RETRY_MAX = 30.0
 class DeliveryWorker:
     def __init__(self, services: Services, sender: Sender | None = None) -> None:
         self._services = services
-        self.dispatcher = Dispatcher(
-            services.engine,
-            services.clock,
-            sender or Sender(services.resolver),
-            services.secret_box,
-        )
+        # Its kept-alive connections are closed with the worker, when the sender is its own.
+        self._own_sender: Sender | None = None
+        if sender is None:
+            sender = self._own_sender = Sender(services.resolver)
+        self.dispatcher = Dispatcher(services.engine, services.clock, sender, services.secret_box)
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         # Set while a LISTEN connection is up (PostgreSQL): for tests and health.
@@ -51,6 +50,8 @@ class DeliveryWorker:
     async def stop(self) -> None:
         self._stop.set()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._own_sender is not None:
+            await self._own_sender.close()
         engine = self._services.engine
         if engine.dialect.name == "sqlite" and event.contains(
             engine.sync_engine.pool, "checkin", self._on_checkin
