@@ -25,6 +25,7 @@ from hangar.db.base import UTCDateTime
 from hangar.db.engine import make_engine
 from hangar.db.migrate import alembic_config, upgrade_async
 from hangar.foundation.ids import new_id
+from hangar.webhooks.url_parsing import parse_webhook_url
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 # The tables as revision 0004 has them: names and phone on the account.
@@ -624,3 +625,174 @@ async def test_0014_brings_a_disabled_subscriptions_overcount_to_five(
             )
             counts = dict(result.tuples().all())
     assert counts == {sub: min(failures, 5) for sub, (_, failures) in rows.items()}
+
+
+async def test_0015_gives_each_subscription_its_destination_as_new_ones_get_it_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0015 (issue 39): each existing subscription's destination is its URL's host and port,
+    written exactly as url_parsing writes a new one's (the claim's share per destination
+    must count old and new subscriptions to one host together); none reads as timing out;
+    the way back drops only the two columns."""
+    url = blank_database_url
+    org = new_id()
+    subscriptions = sa.table(
+        "webhook_subscriptions",
+        *(sa.column(c, sa.Uuid()) for c in ("id", "org_id")),
+        *(sa.column(c, sa.String()) for c in ("name", "url", "secret_encrypted", "secret_prefix")),
+        sa.column("events", sa.JSON()),
+        sa.column("enabled", sa.Boolean()),
+        sa.column("consecutive_failures", sa.Integer()),
+        *(sa.column(c, UTCDateTime()) for c in ("created_at", "updated_at")),
+    )
+    added = sa.table(
+        subscriptions.name,
+        sa.column("id", sa.Uuid()),
+        sa.column("destination", sa.String()),
+        sa.column("timing_out_since", UTCDateTime()),
+    )
+    urls = {
+        new_id(): "https://Hooks.Example.com/a?b=c",
+        new_id(): "https://hooks.example.com:443/other",
+        new_id(): "https://hooks.example.com:8443/",
+        new_id(): "https://[2606:4700::1111]:9443/x",
+        new_id(): "https://b\u00fccher.de/",
+        new_id(): "https://93.184.216.34/",
+    }
+    async with at_revision(url, "0014") as engine:
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(ORGS).values(id=org, name="O", created_at=T))
+            for sub, address in urls.items():
+                await conn.execute(
+                    sa.insert(subscriptions).values(
+                        id=sub, org_id=org, name="S", url=address, events=["*"],
+                        secret_encrypted="sealed", secret_prefix="abcdabcd", enabled=True,
+                        consecutive_failures=0, created_at=T, updated_at=T,
+                    )
+                )  # fmt: skip
+        await upgrade_async(url, "0015")
+        async with engine.connect() as conn:
+            rows = (await conn.execute(sa.select(added))).all()
+        got = {row.id: (row.destination, row.timing_out_since) for row in rows}
+        assert got == {
+            sub: (parse_webhook_url(address).destination, None) for sub, address in urls.items()
+        }
+        assert len({destination for destination, _ in got.values()}) == len(urls) - 1
+        assert got[next(iter(urls))][0] == "hooks.example.com:443"
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0014")
+        async with engine.connect() as conn:
+            columns = await conn.run_sync(
+                lambda sync: {
+                    c["name"] for c in sa.inspect(sync).get_columns("webhook_subscriptions")
+                }
+            )
+            assert not {"destination", "timing_out_since"} & columns
+            kept = await conn.scalars(sa.select(subscriptions.c.url))
+            assert sorted(kept) == sorted(urls.values())
+
+
+async def test_0016_adds_recover_and_the_disabled_notices_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0016 (issue 39): an existing delivery reads as queued by no recovery, recoveries and
+    disabled notices can be written, and the way back drops only what 0016 added, keeping
+    the deliveries (a recovered one as an ordinary delivery)."""
+    url = blank_database_url
+    org, user, sub, event, delivery = (new_id() for _ in range(5))
+
+    def table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
+        return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
+
+    deliveries = table(
+        "webhook_deliveries", "id", "org_id", "subscription_id", "event_id", "event_name",
+        "status", "attempts_made", "next_attempt_at", "created_at", event_name=sa.String(),
+        status=sa.String(), attempts_made=sa.Integer(), next_attempt_at=UTCDateTime(),
+        created_at=UTCDateTime(),
+    )  # fmt: skip
+    rows = [
+        (ORGS, {"id": org, "name": "O", "created_at": T}),
+        (ACCOUNTS, _account(user, "admin@example.org")),
+        (
+            table("webhook_subscriptions", "id", "org_id", "name", "url", "events",
+                  "secret_encrypted", "secret_prefix", "enabled", "consecutive_failures",
+                  "created_at", "updated_at", name=sa.String(), url=sa.String(),
+                  events=sa.JSON(), secret_encrypted=sa.String(), secret_prefix=sa.String(),
+                  enabled=sa.Boolean(), consecutive_failures=sa.Integer(),
+                  created_at=UTCDateTime(), updated_at=UTCDateTime()),
+            {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
+             "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
+             "enabled": False, "consecutive_failures": 5, "created_at": T, "updated_at": T},
+        ),
+        (
+            table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
+                  data=sa.String(), created_at=UTCDateTime()),
+            {"id": event, "org_id": org, "name": "squawk.created", "data": "{}",
+             "created_at": T},
+        ),
+        (
+            deliveries,
+            {"id": delivery, "org_id": org, "subscription_id": sub, "event_id": event,
+             "event_name": "squawk.created", "status": "failed", "attempts_made": 3,
+             "next_attempt_at": T, "created_at": T},
+        ),
+    ]  # fmt: skip
+    recovered = table("webhook_deliveries", "id", "recovery_id")
+    recoveries = table(
+        "webhook_recoveries", "id", "org_id", "subscription_id", "requested_by",
+        "requested_at", "since", "deliveries", requested_at=UTCDateTime(), since=UTCDateTime(),
+        deliveries=sa.Integer(),
+    )  # fmt: skip
+    notices = table(
+        "webhook_disabled_notices", "subscription_id", "disabled_at", "due_at", "failures",
+        disabled_at=UTCDateTime(), due_at=UTCDateTime(), failures=sa.Integer(),
+    )  # fmt: skip
+
+    def names(sync: Any, kind: str, of: str | None = None) -> set[str]:
+        inspector = sa.inspect(sync)
+        if kind == "tables":
+            return set(inspector.get_table_names())
+        if kind == "columns":
+            return {c["name"] for c in inspector.get_columns(of)}
+        return {i["name"] for i in inspector.get_indexes(of)}
+
+    async with at_revision(url, "0015") as engine:
+        async with engine.begin() as conn:
+            for target, values in rows:
+                await conn.execute(sa.insert(target).values(**values))
+        await upgrade_async(url, "0016")
+        async with engine.begin() as conn:
+            assert await conn.scalar(sa.select(recovered.c.recovery_id)) is None
+            recovery = new_id()
+            await conn.execute(
+                sa.insert(recoveries).values(
+                    id=recovery, org_id=org, subscription_id=sub, requested_by=user,
+                    requested_at=T, since=T, deliveries=1,
+                )
+            )  # fmt: skip
+            await conn.execute(
+                sa.update(recovered).where(recovered.c.id == delivery).values(recovery_id=recovery)
+            )
+            await conn.execute(
+                sa.insert(notices).values(subscription_id=sub, disabled_at=T, due_at=T)
+            )
+            assert await conn.scalar(sa.select(notices.c.failures)) == 0  # the server's default
+            tables = await conn.run_sync(names, "tables")
+            assert {"webhook_recoveries", "webhook_disabled_notices"} <= tables
+            assert "ix_webhook_deliveries_recovering" in await conn.run_sync(
+                names, "indexes", "webhook_deliveries"
+            )
+            assert "ix_events_org_created_at" in await conn.run_sync(names, "indexes", "events")
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0015")
+
+        async with engine.connect() as conn:
+            tables = await conn.run_sync(names, "tables")
+            assert not {"webhook_recoveries", "webhook_disabled_notices"} & tables
+            assert "recovery_id" not in await conn.run_sync(names, "columns", "webhook_deliveries")
+            assert "ix_webhook_deliveries_recovering" not in await conn.run_sync(
+                names, "indexes", "webhook_deliveries"
+            )
+            assert "ix_events_org_created_at" not in await conn.run_sync(names, "indexes", "events")
+            kept = (await conn.execute(sa.select(deliveries.c.id, deliveries.c.status))).one()
+            assert tuple(kept) == (delivery, "failed")

@@ -553,6 +553,7 @@ async def test_jobs_run_retention_prunes_now_and_prints_what_it_deleted(cli: Cli
         "webhook_redeliveries",
         "events",
         "webhook_previous_secrets",
+        "webhook_recoveries",
         "sessions",
         "invitations",
     ]

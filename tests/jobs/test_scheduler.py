@@ -226,7 +226,7 @@ async def test_the_mel_expiry_job_fires_its_events_once_through_the_scheduler(
     other: Org,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert list(JOBS) == ["mel-expiry", "retention"]
+    assert list(JOBS) == ["mel-expiry", "webhook-alerts", "retention"]
     now = datetime(2026, 5, 4, 14, 21, 9, tzinfo=UTC)  # this test's own minute
     planes = {}
     items = {}

@@ -139,6 +139,7 @@ async def built(
             "HANGAR_LOG_FORMAT": "json",
             "HANGAR_LOG_LEVEL": "info",
             "HANGAR_DELIVERY_RETENTION_DAYS": "30",
+            "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG": "20",
             # nginx, on loopback, names each client's address (the sign-in test's two).
             "HANGAR_TRUSTED_PROXIES": "127.0.0.1",
             # No mail here: links are handed over.

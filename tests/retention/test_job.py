@@ -58,6 +58,7 @@ async def test_two_workers_run_retention_once_a_minute_and_log_one_line(
         "webhook_redeliveries",
         "events",
         "webhook_previous_secrets",
+        "webhook_recoveries",
     )
     counted = ", ".join(rf"{t} \d+" for t in (*tables, "sessions", "invitations"))
     assert re.fullmatch(rf"job retention: {counted} in \d+\.\d s", lines[0]), lines[0]

@@ -72,6 +72,7 @@ async def test_each_batch_is_one_short_transaction_of_a_bounded_size(
         "webhook_redeliveries": 0,
         "events": 8,
         "webhook_previous_secrets": 0,
+        "webhook_recoveries": 0,
         "sessions": 0,
         "invitations": 0,
     }
@@ -226,6 +227,7 @@ async def test_the_metric_counts_the_rows_pruned_by_table(services: Services, or
         "webhook_redeliveries": 3,
         "events": 4,
         "webhook_previous_secrets": 0,
+        "webhook_recoveries": 0,
         "sessions": 0,
         "invitations": 0,
     }

@@ -93,6 +93,7 @@ async def forms(admin: httpx.AsyncClient, org: Org) -> list[tuple[str, dict[str,
         (hooks(org, f"/{sub_id}/enable"), {}),
         (hooks(org, f"/{sub_id}/rotate-secret"), {"grace_hours": "1"}),
         (hooks(org, f"/{sub_id}/test"), {}),
+        (hooks(org, f"/{sub_id}/recover"), {"since": "2026-05-04T09:00"}),
         (hooks(org, f"/{sub_id}/delete"), {}),
         ("/logout", {}),
     ]

@@ -287,3 +287,24 @@ def test_the_documented_receivers_verify_real_signatures(
     wrong = {"X-Service-Signature": signature("00" * 32, body)}
     assert httpx.post(url, content=body, headers=wrong).status_code == 401
     assert httpx.post(url, content=body).status_code == 401
+
+
+def test_an_unreleased_section_is_shown_but_neither_a_version_nor_in_the_feed() -> None:
+    log = changelog.parse(
+        "# Log\n\n## Unreleased\n\n- **Recover** is coming.\n\n## 2.0.0 — 2027-01-02\n\nText.\n"
+    )
+    assert [e.version for e in log.entries] == ["2.0.0"]
+    assert log.unreleased_html is not None
+    assert "<strong>Recover</strong> is coming." in log.unreleased_html
+    feed = changelog.rss(log, "https://hangar.example")
+    assert b"Recover" not in feed
+    # Only as the first section: anywhere else, a heading is a version or an error.
+    with pytest.raises(ValueError, match="VERSION"):
+        changelog.parse("## 2.0.0 — 2027-01-02\n\nText.\n\n## Unreleased\n\nLater.\n")
+
+
+async def test_the_changelog_page_shows_what_is_unreleased_first(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/changelog")).text
+    if changelog.load().unreleased_html is None:
+        pytest.skip("CHANGELOG.md has no Unreleased section now")
+    assert page.index('id="unreleased"') < page.index(f'id="v{API_VERSION}"')

@@ -305,9 +305,9 @@ async def test_the_cap_holds_across_two_workers(
 class Counting(Dispatcher):
     claims = 0
 
-    async def claim(self, slots: int | None = None) -> list[Claimed]:
+    async def claim(self, slots: int | None = None, *, reserve_only: bool = False) -> list[Claimed]:
         self.claims += 1
-        return await super().claim(slots)
+        return await super().claim(slots, reserve_only=reserve_only)
 
 
 async def test_an_idle_dispatcher_waits_when_only_capped_work_is_due(hooks: Hooks) -> None:

@@ -26,8 +26,8 @@ from hangar.webhooks.health import (
     subscription_health,
     summary,
 )
-from hangar.webhooks.models import Delivery
-from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT
+from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, MAX_IN_FLIGHT_TIMING_OUT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START, FakeClock
 from tests.fixtures.health import History, Sent, health_of, health_url, nearest_rank
@@ -334,6 +334,36 @@ async def test_held_back_exactly_when_due_deliveries_wait_behind_a_full_cap(
     )
 
 
+async def test_a_subscription_that_times_out_is_held_back_at_one_in_flight(
+    hooks: Hooks, other: Org, admin: httpx.AsyncClient
+) -> None:
+    services, clock = hooks.services, hooks.clock
+    await foreign_history(services, other, clock.now().replace(second=0, microsecond=0))
+    ours = History(services.engine, hooks.org, await hooks.subscribe())
+    for _ in range(3):
+        await ours.pending(clock.now() - timedelta(minutes=1))
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id == ours.sub_id)
+            .values(timing_out_since=clock.now() - timedelta(minutes=2))
+        )
+    claimed = await hooks.dispatcher().claim(50)
+    assert [c.subscription_id for c in claimed] == [ours.sub_id]
+    health = await health_of(admin, hooks.org, ours.sub_id)
+    assert health["queue"]["max_in_flight"] == MAX_IN_FLIGHT_TIMING_OUT == 1
+    assert (health["queue"]["in_flight"], health["queue"]["due"], health["held_back"]) == (
+        1,
+        2,
+        True,
+    )
+    assert health["summary"] == (
+        "Your endpoint's attempts time out (no answer within 10 s); 2 deliveries are waiting. "
+        "Until it answers again hangar sends it one delivery at a time, so that its backlog "
+        "does not hold the slots other endpoints need."
+    )
+
+
 async def test_another_organizations_or_a_deleted_subscription_is_not_found(
     services: Services,
     org: Org,
@@ -479,3 +509,44 @@ def test_the_sentence(
         response_ms=ResponseTimes(p50=last_hour, p95=last_hour, mean=last_hour),
     )
     assert summary(state, [day, week], last_hour=hour, held_back=held) == words
+
+
+async def test_a_disabled_subscription_says_so_at_once(
+    hooks: Hooks, other: Org, admin: httpx.AsyncClient
+) -> None:
+    """Issue 39: 50 s after five failures disabled it, the panel still said "100% succeeded":
+    the windows are the minute's, read once a minute, and did not hold the failures yet.
+    Whether it is disabled is read at the moment, like the queue, and said first."""
+    org, clock = hooks.org, hooks.clock
+    sub_id = await hooks.subscribe()
+    theirs = await hooks.subscribe("/theirs", org=other)
+    for _ in range(3):
+        await hooks.fire()
+    assert await hooks.dispatcher().run_once() == 3
+    clock.set(clock.now().replace(second=0) + timedelta(minutes=1, seconds=5))
+    before = await health_of(admin, org, sub_id)
+    assert before["summary"].startswith("All 3 deliveries of the last 24 hours succeeded")
+    assert before["disabled_at"] is None
+
+    hooks.receiver.statuses = [500]
+    for _ in range(5):
+        await hooks.fire()
+    await hooks.run_all_attempts()  # the fifth failure disables it, 10 s on
+    disabled_at = (await admin.get(f"/api/orgs/{org.id}/webhooks/{sub_id}")).json()["disabled_at"]
+    assert disabled_at is not None
+    clock.advance(seconds=40)  # 50 s after the first failure, in the same minute
+
+    after = await health_of(admin, org, sub_id)
+    assert after["disabled_at"] == disabled_at
+    assert after["summary"] == (
+        f"Disabled since {clock.now():%Y-%m-%d %H:%M} UTC, after 5 failed deliveries in a row: "
+        "nothing is sent to this endpoint until it is enabled again. Once it answers, enable "
+        "it, then recover what it missed."
+    )
+    # The numbers are still the minute's: only the sentence knows better.
+    assert (after["windows"][0]["succeeded"], after["windows"][0]["failed"]) == (3, 0)
+    page = await admin.get(f"/settings/{org.id}/webhooks/{sub_id}/deliveries")
+    assert 'data-disabled="true"' in page.text
+    assert 'class="health-summary notice notice-bad disabled">Disabled since' in page.text
+    # The other organization's subscription is none of ours to see.
+    assert (await admin.get(f"/api/orgs/{org.id}/webhooks/{theirs}/health")).status_code == 404

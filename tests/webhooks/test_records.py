@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
 from hangar.webhooks import claims as claims_module
+from hangar.webhooks import queue as queue_module
 from hangar.webhooks.claims import Claimed
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Attempt, Delivery
@@ -30,6 +31,7 @@ def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests record outcomes of many deliveries to one subscription, leased at once:
     the cap on attempts in flight (tests/webhooks/test_fair_delivery.py) is not theirs."""
     monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 100)
+    monkeypatch.setattr(queue_module, "MAX_IN_FLIGHT", 100)
 
 
 async def claimed(services: Services, sender: Sender, org: Org, events: int) -> list[Claimed]:

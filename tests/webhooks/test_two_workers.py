@@ -50,8 +50,8 @@ class Machine(Dispatcher):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.claimed: list[uuid.UUID] = []
 
-    async def claim_on(self, conn: Any, slots: int) -> list[Claimed]:
-        got = await super().claim_on(conn, slots)
+    async def claim_on(self, conn: Any, slots: int, **how: Any) -> list[Claimed]:
+        got = await super().claim_on(conn, slots, **how)
         self.claimed.extend(c.id for c in got)
         return got
 

@@ -26,6 +26,12 @@ MIN_METRICS_TOKEN_LENGTH = 32
 DEFAULT_DELIVERY_RETENTION_DAYS = 30
 # Ten years: past that, "retention" means "never prune", which this setting does not offer.
 MAX_DELIVERY_RETENTION_DAYS = 3650
+# Live webhook subscriptions an organization may have. Each is a destination the dispatcher
+# shares its slots with, so without a bound one tenant could subscribe hundreds of dead
+# endpoints and crowd the others out (issue 39); 20 is GitHub's number per event per
+# repository or organization, and far more than a flight school wires up.
+DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG = 20
+MOST_SUBSCRIPTIONS_PER_ORG = 1000
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # The proxy of deploy/ (nginx on the same machine) reaches hangar from loopback.
 DEFAULT_TRUSTED_PROXIES: tuple[Network, ...] = (ipaddress.ip_network("127.0.0.1/32"),)
@@ -51,6 +57,8 @@ class Settings:
     log_format: LogFormat = "text"
     log_level: LogLevel = "info"
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
+    # Creating one more live (not deleted) subscription is refused: 422 SUBSCRIPTION_LIMIT.
+    max_subscriptions_per_org: int = DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG
     # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.http.client_address).
     trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
     # Both or neither (mail_settings): set, invitation and password-reset links are mailed to
@@ -113,6 +121,22 @@ def delivery_retention_days(env: Mapping[str, str]) -> int:
         raise ConfigError(
             "HANGAR_DELIVERY_RETENTION_DAYS must be a whole number of days from 1 to "
             f"{MAX_DELIVERY_RETENTION_DAYS}, not {value!r}"
+        )
+    return int(value)
+
+
+def max_subscriptions_per_org(env: Mapping[str, str]) -> int:
+    """HANGAR_MAX_SUBSCRIPTIONS_PER_ORG: a whole number from 1 to 1000 (default 20)."""
+    value = (env.get("HANGAR_MAX_SUBSCRIPTIONS_PER_ORG") or "").strip()
+    if not value:
+        return DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG
+    if (
+        not (value.isascii() and value.isdigit())
+        or not 1 <= int(value) <= MOST_SUBSCRIPTIONS_PER_ORG
+    ):
+        raise ConfigError(
+            "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG must be a whole number from 1 to "
+            f"{MOST_SUBSCRIPTIONS_PER_ORG}, not {value!r}"
         )
     return int(value)
 
@@ -250,6 +274,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_format=log_format(env),
         log_level=log_level(env),
         delivery_retention_days=delivery_retention_days(env),
+        max_subscriptions_per_org=max_subscriptions_per_org(env),
         trusted_proxies=trusted_proxies(env),
         smtp_url=smtp_url,
         mail_from=mail_from,

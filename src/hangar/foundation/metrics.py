@@ -83,6 +83,20 @@ SUBSCRIPTIONS_AUTO_DISABLED = Counter(
     "hangar_webhook_subscriptions_auto_disabled",
     "Subscriptions disabled automatically after consecutive failed deliveries",
 )
+# hangar.webhooks.alerts: each notice the worker's `webhook-alerts` job took up. Not the
+# postponed ones (a mail went out for the subscription within the day): they come back.
+DisabledNoticeOutcome = Literal[
+    "sent",  # mailed to the organization's admins (to at least one of them)
+    "failed",  # to none of them: the mail server refused or could not be reached; retried
+    "dropped",  # not needed any more (enabled or deleted since), or no mail or no admin
+]
+DISABLED_NOTICES = Counter(
+    "hangar_webhook_disabled_notices",
+    "Notices that a webhook subscription was disabled, mailed to its organization's admins, "
+    "by outcome: sent, failed (retried later), dropped (enabled or deleted since, no mail "
+    "configured, no admin)",
+    ["outcome"],
+)
 
 # --- the scheduler ------------------------------------------------------------------------
 
@@ -96,8 +110,8 @@ JOB_RUNS = Counter(
 # --- retention ----------------------------------------------------------------------------
 
 # By table: webhook_deliveries, webhook_attempts, webhook_redeliveries, events,
-# webhook_previous_secrets (secrets past their grace, erased from their rows), sessions,
-# invitations (hangar.retention.job.TABLES).
+# webhook_previous_secrets (secrets past their grace, erased from their rows),
+# webhook_recoveries, sessions, invitations (hangar.retention.job.TABLES).
 RETENTION_PRUNED = Counter(
     "hangar_retention_rows_pruned",
     "Rows deleted by retention (past HANGAR_DELIVERY_RETENTION_DAYS, or expired), by table",

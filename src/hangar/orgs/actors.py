@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import sessions
-from hangar.orgs.capabilities import capabilities_of
+from hangar.orgs.capabilities import ROLE_NAMES, capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
 
 
@@ -57,6 +57,29 @@ async def actor_in(
         capabilities=frozenset(capabilities_of(role.name)),
         session=signed_in,
     )
+
+
+async def members_who_may(
+    conn: AsyncConnection, org_id: uuid.UUID, capability: str
+) -> tuple[str | None, list[uuid.UUID]]:
+    """The organization's name (None: no such organization) and the accounts of its active
+    members whose role grants `capability`, by the same decision as `actor_in` and `may`:
+    whom hangar tells about what those members manage (a disabled webhook:
+    hangar.webhooks.alerts)."""
+    roles = [name for name in ROLE_NAMES if capability in capabilities_of(name)]
+    name = await conn.scalar(select(Organization.name).where(Organization.id == org_id))
+    found = await conn.scalars(
+        select(Membership.user_id)
+        .join(Role, Role.id == Membership.role_id)
+        .where(
+            Membership.org_id == org_id,
+            Membership.deleted_at.is_(None),
+            Membership.status == "active",
+            Role.name.in_(roles),
+        )
+        .order_by(Membership.joined_at, Membership.id)
+    )
+    return name, list(found)
 
 
 def may(actor: Actor, *required: str) -> bool:

@@ -11,20 +11,22 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth import sessions
+from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
 from hangar.kit.container import Services
-from hangar.orgs import handover, invitations, members
+from hangar.orgs import actors, handover, invitations, members
 from hangar.orgs.actors import Actor, Started, started
 
 # What the CLI and the screens take as they are: the operator's actions and the names of what
 # they present.
 from hangar.orgs.bootstrap import Bootstrapped as Bootstrapped
 from hangar.orgs.bootstrap import bootstrap_member as bootstrap_member
+from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.orgs.commands import create_org as create_org
 from hangar.orgs.commands import require_org as require_org
 from hangar.orgs.handover import hand_over as hand_over
@@ -71,6 +73,15 @@ async def choose_password(services: Services, token: str, password: str) -> Star
 
 
 INVITATION_LIFETIME = invitations.LIFETIME
+
+
+async def admins_of(conn: AsyncConnection, org_id: uuid.UUID) -> tuple[str, list[str]]:
+    """The organization's name and the addresses its administrators (org.settings) sign in
+    with, the address hangar mails a person at: whom the worker tells that one of the
+    organization's webhooks was disabled (hangar.webhooks.alerts)."""
+    name, admins = await actors.members_who_may(conn, org_id, ORG_SETTINGS)
+    emails = await users.emails_of(conn, admins)
+    return name or "", [email for user in admins if (email := emails.get(user))]
 
 
 async def invite(

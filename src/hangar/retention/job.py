@@ -96,6 +96,7 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
             sessions.expired(run.now, pacing.rows),
             invitations.expired(run.now - INVITATION_GRACE, pacing.rows),
             PreviousSecrets(run.now),
+            delivery_log.recoveries(cutoff, pacing.rows),
         )
     )
     pruned = dict.fromkeys(TABLES, 0)

@@ -1,5 +1,5 @@
 """/api/orgs/{org_id}/webhooks: managing subscriptions, Enable, rotating the secret, Test,
-the delivery log, Redeliver, health.
+the delivery log, Redeliver, Recover, health.
 
 The actions are webhooks/service.py's, shared with the Org Settings screens; these routes
 only present them as JSON, in the request's one transaction."""
@@ -23,6 +23,7 @@ from hangar.webhooks.service import (
     DELIVERY,
     SUBSCRIPTION,
     NewSubscription,
+    RecoverBody,
     SecretRotation,
     SubscriptionEdit,
 )
@@ -142,3 +143,15 @@ async def redeliver(
         conn, services, actor.org_id, target, delivery, actor.user_id, now
     )
     return json_response({"delivery_id": str(delivery), "redelivery_id": str(redelivery_id)}, 202)
+
+
+# 202: the deliveries are queued, not yet sent; `deliveries` says how many (0: nothing missed).
+@router.post("/{sub_id}/recover", status_code=202)
+async def recover(
+    services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str, body: RecoverBody
+) -> Response:
+    target = path_id(sub_id, SUBSCRIPTION)
+    recovered = await service.recover(
+        conn, services, actor.org_id, target, body, actor.user_id, now
+    )
+    return json_response(recovered.view(), 202)

@@ -27,6 +27,8 @@ from hangar.orgs import actors
 from hangar.orgs.actors import MembershipView, actor_in, may
 from hangar.orgs.capabilities import ORG_SETTINGS
 from hangar.web.pages import PageExit, error_page, redirect, render
+from hangar.webhooks import service as webhooks
+from hangar.webhooks.service import DisabledView
 
 CSRF_FIELD = "csrf_token"
 # A form post is a few fields; anything larger is not ours.
@@ -52,6 +54,9 @@ class Admin:
     viewer: Viewer
     org_id: uuid.UUID
     org_name: str
+    # The organization's webhooks disabled now: every settings page says so in a banner,
+    # linking to each, until they are enabled (or deleted).
+    disabled_webhooks: tuple[DisabledView, ...] = ()
 
     @property
     def user_id(self) -> uuid.UUID:
@@ -110,9 +115,12 @@ async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Ad
     viewer = await viewer_of(request, services)
     org_id_parsed = parse_id(org_id)
     actor = None
+    disabled: list[DisabledView] = []
     if org_id_parsed is not None:
         async with services.engine.connect() as conn:
             actor = await actor_in(conn, viewer.session, org_id_parsed)
+            if actor is not None and may(actor, ORG_SETTINGS):
+                disabled = await webhooks.disabled(conn, org_id_parsed)
     # The name is the page's heading; a membership gone since the viewer's list was read is
     # as unknown as any other.
     org_name = next(
@@ -122,7 +130,7 @@ async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Ad
         raise PageExit(error_page(request, 404, "Not found", "There is no such page."))
     if not may(actor, ORG_SETTINGS):
         raise PageExit(refusal(request, viewer))
-    return Admin(viewer, org_id_parsed, org_name)
+    return Admin(viewer, org_id_parsed, org_name, tuple(disabled))
 
 
 AdminPage = Annotated[Admin, Depends(admin_page)]

@@ -3,7 +3,9 @@
 The package ships it: src/hangar/CHANGELOG.md is a link to the repository's file, which a
 built wheel holds as package data, so a checkout and an installed wheel read the same text
 through the package. Each `## VERSION — DATE` heading starts an entry; the Markdown under it
-is the entry's text.
+is the entry's text. A first section headed `## Unreleased` holds what is merged and not yet
+released: the page shows it above the entries, and the feed, which announces releases, does
+not carry it (nor does it count as the newest version).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ router = APIRouter(route_class=PageRoute)
 
 CHANGELOG = files("hangar") / "CHANGELOG.md"
 _HEADING = re.compile(r"(?P<version>\S+)\s+[\u2014\u2013-]+\s+(?P<date>\d{4}-\d{2}-\d{2})")
+UNRELEASED = "Unreleased"
 # Raw HTML in the file is shown as text, never passed through.
 _md = MarkdownIt("commonmark", {"html": False})
 
@@ -54,6 +57,7 @@ class Changelog:
     title: str
     intro_html: str
     entries: tuple[Entry, ...]
+    unreleased_html: str | None = None  # the `## Unreleased` section, if the file has one
 
 
 def parse(markdown: str) -> Changelog:
@@ -67,15 +71,20 @@ def parse(markdown: str) -> Changelog:
             intro = intro[:i] + intro[i + 3 :]
             break
     entries = []
+    unreleased = None
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
         heading = tokens[start + 1].content
+        if n == 0 and heading.strip() == UNRELEASED:
+            unreleased = _md.renderer.render(tokens[start + 3 : end], _md.options, {})
+            continue
         match = _HEADING.fullmatch(heading.strip())
         if match is None:
             raise ValueError(f"CHANGELOG.md heading {heading!r} is not 'VERSION — YYYY-MM-DD'")
         body = _md.renderer.render(tokens[start + 3 : end], _md.options, {})
         entries.append(Entry(match["version"], date.fromisoformat(match["date"]), body))
-    return Changelog(title, _md.renderer.render(intro, _md.options, {}), tuple(entries))
+    intro_html = _md.renderer.render(intro, _md.options, {})
+    return Changelog(title, intro_html, tuple(entries), unreleased)
 
 
 _parsed = lru_cache(maxsize=4)(parse)

@@ -20,6 +20,8 @@ FIELD_OF_CODE = {
     "WEBHOOK_URL_DNS_FAILED": "url",
     "WEBHOOK_URL_PRIVATE_IP": "url",
     "UNKNOWN_EVENT": "events",
+    # About the organization, not a field: said above the form, as its other refusals are.
+    "SUBSCRIPTION_LIMIT": "form",
     "API_KEY_SCOPES_REQUIRED": "scopes",
     "UNKNOWN_SCOPE": "scopes",
 }

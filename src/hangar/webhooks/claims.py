@@ -10,17 +10,34 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, Select, Uuid, any_, bindparam, func, select, true, update
+from sqlalchemy import (
+    Boolean,
+    Integer,
+    Select,
+    Uuid,
+    and_,
+    any_,
+    bindparam,
+    func,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from hangar.db.base import UTCDateTime
 from hangar.db.reads import Read
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.queue import (
+    DESTINATION_MAX_IN_FLIGHT,
     MAX_IN_FLIGHT,
+    ORG_MAX_IN_FLIGHT,
     in_flight_count,
     is_due,
+    is_in_flight,
     is_pending,
+    subscription_cap,
     with_due_work,
 )
 
@@ -75,12 +92,60 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
     )
 
 
+def _census(now: Any) -> tuple[Any, Any]:
+    """The attempts in flight (live leases, any worker's) counted by organization and by
+    destination: a few hundred rows at most, found through the index of leased deliveries."""
+    f = Delivery.__table__.alias("flying")
+    s = Subscription.__table__.alias("flying_to")
+    flying = (
+        select(f.c.org_id, s.c.destination)
+        .select_from(f.join(s, s.c.id == f.c.subscription_id))
+        .where(is_in_flight(now, f))
+        .cte("flying")
+    )
+    by_org = (
+        select(flying.c.org_id, func.count().label("n"))
+        .group_by(flying.c.org_id)
+        .cte("flying_by_org")
+    )
+    by_destination = (
+        select(flying.c.destination, func.count().label("n"))
+        .group_by(flying.c.destination)
+        .cte("flying_by_destination")
+    )
+    return by_org, by_destination
+
+
+def _shares(subscriptions: Any, census: tuple[Any, Any]) -> tuple[Any, Any, Any]:
+    """`subscriptions` joined to the census: (the join, its organization's attempts in
+    flight, its destination's)."""
+    by_org, by_destination = census
+    joined = subscriptions.outerjoin(by_org, by_org.c.org_id == subscriptions.c.org_id)
+    joined = joined.outerjoin(
+        by_destination, by_destination.c.destination == subscriptions.c.destination
+    )
+    return joined, func.coalesce(by_org.c.n, 0), func.coalesce(by_destination.c.n, 0)
+
+
+def _has_room(org_busy: Any, destination_busy: Any, reserve_only: Any) -> Any:
+    """Room under the organization's and the destination's shares; with `reserve_only`, only
+    an organization with nothing in flight (the dispatcher's last slots are kept for those)."""
+    return and_(
+        org_busy < ORG_MAX_IN_FLIGHT,
+        destination_busy < DESTINATION_MAX_IN_FLIGHT,
+        or_(~reserve_only, org_busy == 0),
+    )
+
+
 def _turns(room: Any, now: Any, dialect: str) -> Any:
-    """For each subscription of `room` (subscription_id, busy), its oldest due deliveries,
-    at most MAX_IN_FLIGHT of them, each with its turn: the subscription's attempts in flight
-    plus its place in the subscription's queue. Claiming by turn is round robin: every
-    subscription's first waiting delivery before anyone's second, and one with attempts in
-    flight after those without."""
+    """For each subscription of `room` (subscription_id, busy, cap, org_id, destination,
+    org_busy, destination_busy), its oldest due deliveries, at most MAX_IN_FLIGHT of them,
+    each with its turn in its subscription (its attempts in flight plus its place in the
+    subscription's queue), those that fit under the subscription's cap then ranked in their
+    organization and in their destination the same way. Claiming by turn is round robin:
+    every organization's first waiting delivery before anyone's second, every subscription's
+    before anyone's second within an organization, and those with attempts in flight after
+    those without."""
     d = Delivery.__table__.alias("d")
     oldest = (
         select(d.c.id, d.c.next_attempt_at, d.c.lease_until)
@@ -105,15 +170,36 @@ def _turns(room: Any, now: Any, dialect: str) -> Any:
         partition_by=room.c.subscription_id,
         order_by=(candidates.c.next_attempt_at, candidates.c.id),
     )
-    return (
+    turns = (
         select(
             candidates.c.id,
             candidates.c.next_attempt_at,
             candidates.c.lease_until,  # as read: a lease that ran out, or none
+            room.c.cap,
+            room.c.org_id,
+            room.c.destination,
+            room.c.org_busy,
+            room.c.destination_busy,
             (room.c.busy + place).label("turn"),
         )
         .select_from(source)
         .cte("turns")
+    )
+    order = (turns.c.turn, turns.c.next_attempt_at, turns.c.id)
+    in_org = func.row_number().over(partition_by=turns.c.org_id, order_by=order)
+    in_destination = func.row_number().over(partition_by=turns.c.destination, order_by=order)
+    return (
+        select(
+            turns.c.id,
+            turns.c.next_attempt_at,
+            turns.c.lease_until,
+            turns.c.turn,
+            turns.c.org_busy,
+            (turns.c.org_busy + in_org).label("org_turn"),
+            (turns.c.destination_busy + in_destination).label("destination_turn"),
+        )
+        .where(turns.c.turn <= turns.c.cap)
+        .cte("shares")
     )
 
 
@@ -143,35 +229,90 @@ class Claiming:
     def __init__(self, dialect: str) -> None:
         now = bindparam("now", type_=UTCDateTime())
         slots = bindparam("slots", type_=Integer())
+        reserve_only = bindparam("reserve_only", type_=Boolean())
         table = Delivery.__table__
+        subscriptions = Subscription.__table__
+        cap = subscription_cap(subscriptions)
         self.lock: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
             waiting = with_due_work(now)
+            joined, org_busy, destination_busy = _shares(subscriptions, _census(now))
+            # Which subscriptions, in turn across organizations; ranked apart from the lock
+            # (PostgreSQL locks no row of a query with window functions).
+            ranked = (
+                select(
+                    subscriptions.c.id,
+                    waiting.c.busy,
+                    waiting.c.head,
+                    (
+                        org_busy
+                        + func.row_number().over(
+                            partition_by=subscriptions.c.org_id,
+                            order_by=(waiting.c.busy, waiting.c.head),
+                        )
+                    ).label("org_turn"),
+                )
+                .select_from(joined)
+                .join(waiting, waiting.c.subscription_id == subscriptions.c.id)
+                .where(
+                    waiting.c.head.is_not(None),
+                    waiting.c.busy < cap,
+                    _has_room(org_busy, destination_busy, reserve_only),
+                )
+                .cte("ranked")
+            )
             lock = (
-                select(Subscription.id)
-                .join(waiting, waiting.c.subscription_id == Subscription.id)
-                .where(waiting.c.head.is_not(None), waiting.c.busy < MAX_IN_FLIGHT)
-                .order_by(waiting.c.busy, waiting.c.head)
+                select(subscriptions.c.id)
+                .join(ranked, ranked.c.id == subscriptions.c.id)
+                .order_by(ranked.c.org_turn, ranked.c.busy, ranked.c.head)
                 .limit(slots)
-                .with_for_update(of=Subscription, key_share=True, skip_locked=True)
+                .with_for_update(of=subscriptions, key_share=True, skip_locked=True)
             )
             self.lock = Read(lock)
             their_ids = bindparam("subscriptions", type_=ARRAY(Uuid()))
+            joined, org_busy, destination_busy = _shares(subscriptions, _census(now))
             room = (
                 select(
-                    Subscription.id.label("subscription_id"),
-                    in_flight_count(Subscription.id, now).label("busy"),
+                    subscriptions.c.id.label("subscription_id"),
+                    in_flight_count(subscriptions.c.id, now).label("busy"),
+                    cap.label("cap"),
+                    subscriptions.c.org_id,
+                    subscriptions.c.destination,
+                    org_busy.label("org_busy"),
+                    destination_busy.label("destination_busy"),
                 )
-                .where(Subscription.id == any_(their_ids))
+                .select_from(joined)
+                .where(subscriptions.c.id == any_(their_ids))
                 .cte("room")
             )
         else:
-            room = with_due_work(now)
-        turns = _turns(room, now, dialect)
+            waiting = with_due_work(now)
+            joined, org_busy, destination_busy = _shares(subscriptions, _census(now))
+            room = (
+                select(
+                    waiting.c.subscription_id,
+                    waiting.c.busy,
+                    cap.label("cap"),
+                    subscriptions.c.org_id,
+                    subscriptions.c.destination,
+                    org_busy.label("org_busy"),
+                    destination_busy.label("destination_busy"),
+                )
+                .select_from(joined)
+                .join(waiting, waiting.c.subscription_id == subscriptions.c.id)
+                .where(waiting.c.head.is_not(None))
+                .cte("room")
+            )
+        shares = _turns(room, now, dialect)
         chosen = (
-            select(turns.c.id, turns.c.lease_until)
-            .where(turns.c.turn <= MAX_IN_FLIGHT)
-            .order_by(turns.c.turn, turns.c.next_attempt_at)
+            select(shares.c.id, shares.c.lease_until)
+            .where(
+                shares.c.org_turn <= ORG_MAX_IN_FLIGHT,
+                shares.c.destination_turn <= DESTINATION_MAX_IN_FLIGHT,
+                # The reserve: one delivery of an organization with nothing in flight.
+                or_(~reserve_only, and_(shares.c.org_busy == 0, shares.c.org_turn == 1)),
+            )
+            .order_by(shares.c.org_turn, shares.c.turn, shares.c.next_attempt_at)
             .limit(slots)
         )
         leasing = update(Delivery).values(lease_until=bindparam("lease", type_=UTCDateTime()))
@@ -197,7 +338,7 @@ class Claiming:
             lease = leasing.where(Delivery.id == locked.c.id)
         else:
             lease = leasing.where(
-                Delivery.id.in_(chosen.with_only_columns(turns.c.id)), is_due(now)
+                Delivery.id.in_(chosen.with_only_columns(shares.c.id)), is_due(now)
             )
         self.lease_and_read: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":

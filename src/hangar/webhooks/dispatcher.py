@@ -2,11 +2,13 @@
 
 No tenant waits for another. A claim takes only as many deliveries as the dispatcher has free
 attempt slots, so nothing it leases waits behind a busy slot; it takes them by turn across
-subscriptions (every subscription's oldest due delivery before anyone's second), and never
-more than `queue.MAX_IN_FLIGHT` in flight to one subscription, counted from the live leases
-of every worker. So one endpoint's backlog, however slow, holds at most that many slots, and
-another subscription's due delivery goes out at the next claim: at once, when a slot is
-free. A slow endpoint is served more slowly, never dropped or disabled for being slow.
+organizations and, within one, across subscriptions (every organization's oldest due
+delivery before anyone's second), and never past the shares of `queue`: 10 in flight to one
+subscription (one while its attempts time out), 100 for one organization, 100 to one
+destination, counted from the live leases of every worker. The last `RESERVED_SLOTS` of a
+dispatcher's slots go only to organizations with nothing in flight: whatever mix of slow
+endpoints holds the rest, a healthy organization's delivery finds a slot at the next claim.
+A slow endpoint is served more slowly, never dropped or disabled for being slow.
 
 Claims happen in two places: the loop claims when woken (a new event's NOTIFY, a retry
 coming due, an idle dispatcher's timer), and each batch of recorded outcomes claims, in its
@@ -59,6 +61,12 @@ log = logging.getLogger("hangar.webhooks")
 
 # The longest an idle dispatcher sleeps without being kicked.
 IDLE_SECONDS = 30.0
+# Attempts under way at once. Most of an attempt is waiting on its receiver, and a waiting
+# socket costs a few tens of KB: enough slots that the shares of the claim (queue), not the
+# slots, bound what slow endpoints can hold.
+SLOTS = 400
+# The last of them, for organizations with nothing in flight (the claim's `reserve_only`).
+RESERVED_SLOTS = 100
 # The metrics' `event` label: a known name, or "other" (the label's values stay bounded).
 _EVENT_LABELS = frozenset((*EVENT_NAMES, TEST_PING))
 
@@ -76,7 +84,7 @@ class Dispatcher:
         box: SecretBox,
         *,
         batch: int = 50,
-        concurrency: int = 100,
+        concurrency: int = SLOTS,
         lease: timedelta = LEASE,
     ) -> None:
         self._engine = engine
@@ -92,8 +100,10 @@ class Dispatcher:
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
-        # that no one worker can take all the work.
+        # that no one worker can take all the work; a quarter (at most RESERVED_SLOTS) is the
+        # reserve.
         self.concurrency = concurrency
+        self.reserve = min(RESERVED_SLOTS, concurrency // 4)
         self._wake = asyncio.Event()
         # Set while the loop sleeps with no kick pending: until a kick, a stop or its next
         # look at the clock, it does nothing. What a test waits for instead of a guessed time.
@@ -103,6 +113,7 @@ class Dispatcher:
         # Set once stopping: batches then refill nothing (`slots_after`).
         self._stopping = False
         self._refill_wanted = 0  # what the batch being written asked to claim
+        self._refill_reserve_only = False
         self._claiming = Claiming(engine.dialect.name)
 
     # --- the loop -------------------------------------------------------------------
@@ -133,9 +144,9 @@ class Dispatcher:
             try:
                 # Only what there are slots for: a delivery leased here waits for nobody,
                 # and what is not leased stays claimable by every worker.
-                want = min(self.concurrency - len(self._tasks), self._batch)
+                want, reserve_only = self._room(self.concurrency - len(self._tasks))
                 if want > 0:
-                    claimed = await self.claim(want)
+                    claimed = await self.claim(want, reserve_only=reserve_only)
                     for delivery in claimed:
                         self._start(delivery)
                     if len(claimed) == want:
@@ -186,25 +197,33 @@ class Dispatcher:
 
     # --- claiming -------------------------------------------------------------------
 
-    async def claim(self, slots: int | None = None) -> list[Claimed]:
+    async def claim(self, slots: int | None = None, *, reserve_only: bool = False) -> list[Claimed]:
         """Leases up to `slots` due deliveries (by default one claim's worth), by turn across
-        subscriptions and never past a subscription's cap of attempts in flight (see
-        `Claiming`), in a transaction of its own."""
+        organizations and subscriptions and never past their shares of attempts in flight
+        (see `Claiming`), in a transaction of its own; with `reserve_only`, only for
+        organizations with nothing in flight."""
         slots = self._batch if slots is None else slots
         if self._claiming.lock is not None:
             async with pg_transaction(self._engine) as pg:
-                return await self.claim_on(pg, slots)
+                return await self.claim_on(pg, slots, reserve_only=reserve_only)
         async with self._engine.begin() as conn:
-            return await self.claim_on(conn, slots)
+            return await self.claim_on(conn, slots, reserve_only=reserve_only)
 
     async def claim_on(
-        self, conn: AsyncConnection | asyncpg.Connection, slots: int
+        self,
+        conn: AsyncConnection | asyncpg.Connection,
+        slots: int,
+        *,
+        reserve_only: bool | None = None,
     ) -> list[Claimed]:
         """The claim, in the transaction `conn` is in (SQLAlchemy's, or asyncpg's own): also
-        how a batch of outcomes refills the slots it frees (records.Refill)."""
+        how a batch of outcomes refills the slots it frees (records.Refill), whose reserve
+        rule (`reserve_only` left out) `slots_after` worked out."""
+        if reserve_only is None:
+            reserve_only = self._refill_reserve_only
         now = self._clock.now()
         lease_until = now + self.lease
-        times = {"now": now, "lease": lease_until, "slots": slots}
+        times = {"now": now, "lease": lease_until, "slots": slots, "reserve_only": reserve_only}
         statements = self._claiming
         if statements.lock is not None and statements.lease_and_read is not None:
             pg = conn
@@ -227,8 +246,16 @@ class Dispatcher:
     def slots_after(self, finishing: int) -> int:
         if self._stopping:
             return 0
-        self._refill_wanted = min(self.concurrency - len(self._tasks) + finishing, self._batch)
+        free = self.concurrency - len(self._tasks) + finishing
+        self._refill_wanted, self._refill_reserve_only = self._room(free)
         return self._refill_wanted
+
+    def _room(self, free: int) -> tuple[int, bool]:
+        """How many to claim with `free` slots, and whether only for organizations with
+        nothing in flight: the slots above the reserve go to anyone, the reserve only so."""
+        if free > self.reserve:
+            return min(free - self.reserve, self._batch), False
+        return min(free, self._batch), True
 
     def refilled(self, found: list[Claimed] | None) -> None:
         for delivery in found or ():

@@ -21,8 +21,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.webhooks import health_stats as stats
 from hangar.webhooks import subscriptions as subs
 from hangar.webhooks.health_stats import DAY, HOUR, WEEK, Week
-from hangar.webhooks.models import Delivery
-from hangar.webhooks.queue import MAX_IN_FLIGHT, in_flight_count, is_due, is_pending
+from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.queue import (
+    MAX_IN_FLIGHT_TIMING_OUT,
+    in_flight_count,
+    is_due,
+    is_pending,
+    subscription_cap,
+)
 
 
 class QueueView(TypedDict):
@@ -81,6 +87,9 @@ class HealthView(TypedDict):
     held_back: bool  # due deliveries wait because the subscription's cap is reached
     summary: str
     retention_days: int  # how far back the delivery log reaches
+    # When it was disabled (five failed deliveries in a row), None while it is enabled: read
+    # with the queue, at this moment, not from the minute's windows.
+    disabled_at: datetime | None
 
 
 async def subscription_health(
@@ -93,7 +102,11 @@ async def subscription_health(
 ) -> HealthView:
     # Another organization's subscription, or a deleted one, is not found. Past this check
     # the subscription's rows are read by its id alone: they are all its organization's.
-    await subs.get_subscription(conn, org_id, sub_id)
+    sub = await subs.get_subscription(conn, org_id, sub_id)
+    # Whether it is disabled is read now, like the queue: the windows are the minute's (and
+    # a process keeps them until the next), so they may not hold yet the failures that
+    # disabled it, and alone they would go on saying "all succeeded".
+    disabled_at = None if sub["enabled"] else sub["disabled_at"] or now
     queue = await _queue(conn, sub_id, now)
     week = await stats.week(conn, sub_id, now)
     until = week.until
@@ -110,7 +123,7 @@ async def subscription_health(
         _window("7d", _bucket(week, stats.LAST_WEEK, until - WEEK, until)),
     ]
     # The cap, and nothing else, is what holds them: due, and every slot of it taken.
-    held_back = queue["due"] > 0 and queue["in_flight"] >= MAX_IN_FLIGHT
+    held_back = queue["due"] > 0 and queue["in_flight"] >= queue["max_in_flight"]
     return HealthView(
         subscription_id=str(sub_id),
         at=now,
@@ -121,8 +134,11 @@ async def subscription_health(
             SeriesView(window="7d", bucket="1d", buckets=days),
         ],
         held_back=held_back,
-        summary=summary(queue, windows, last_hour=hours[-1], held_back=held_back),
+        summary=summary(
+            queue, windows, last_hour=hours[-1], held_back=held_back, disabled_at=disabled_at
+        ),
         retention_days=retention_days,
+        disabled_at=disabled_at,
     )
 
 
@@ -139,11 +155,15 @@ async def _queue(conn: AsyncConnection, sub_id: uuid.UUID, now: datetime) -> Que
         )
     ).one()
     pending, due_now, oldest, flying = row
+    # Its cap as the claim reads it: one while its attempts time out.
+    cap = (
+        await conn.execute(select(subscription_cap()).where(Subscription.id == sub_id))
+    ).scalar_one()
     return QueueView(
         waiting=pending - flying,
         due=due_now,
         in_flight=flying,
-        max_in_flight=MAX_IN_FLIGHT,
+        max_in_flight=int(cap),
         oldest_due_at=oldest,
     )
 
@@ -204,9 +224,21 @@ def _answered(times: ResponseTimes, over: str) -> str | None:
 
 
 def summary(
-    queue: QueueView, windows: list[WindowView], *, last_hour: BucketView, held_back: bool
+    queue: QueueView,
+    windows: list[WindowView],
+    *,
+    last_hour: BucketView,
+    held_back: bool,
+    disabled_at: datetime | None = None,
 ) -> str:
-    """One or two sentences for an administrator: how the endpoint has done, and what waits."""
+    """One or two sentences for an administrator: how the endpoint has done, and what waits;
+    first of all, whether it is disabled (`disabled_at`), since nothing else matters then."""
+    if disabled_at is not None:
+        return (
+            f"Disabled since {disabled_at:%Y-%m-%d %H:%M} UTC, after 5 failed deliveries in a "
+            "row: nothing is sent to this endpoint until it is enabled again. Once it answers, "
+            "enable it, then recover what it missed."
+        )
     day, week = windows
     waiting, flying = queue["waiting"], queue["in_flight"]
     if held_back:
@@ -215,6 +247,12 @@ def summary(
             or _answered(day["response_ms"], "on average over the last 24 hours")
             or "Your endpoint has not answered yet"
         )
+        if queue["max_in_flight"] == MAX_IN_FLIGHT_TIMING_OUT:
+            return (
+                f"Your endpoint's attempts time out (no answer within 10 s); {_are(waiting)} "
+                "waiting. Until it answers again hangar sends it one delivery at a time, so "
+                "that its backlog does not hold the slots other endpoints need."
+            )
         return (
             f"{answered}; {_are(waiting)} waiting. hangar sends at most {queue['max_in_flight']} "
             "deliveries at a time to one endpoint, so a slow endpoint is served more slowly; "

@@ -34,6 +34,12 @@ class Subscription(Base):
     updated_at: Mapped[datetime]
     disabled_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
+    # Where it delivers, `host:port` (url_parsing.ParsedUrl.destination): the claim caps the
+    # attempts in flight to one destination, whichever organizations' they are.
+    destination: Mapped[str] = mapped_column(String(300), default="", server_default=text("''"))
+    # When its attempts began to time out; NULL once one is answered. Until then it has one
+    # attempt in flight at a time (hangar.webhooks.queue).
+    timing_out_since: Mapped[datetime | None]
 
 
 class Event(Base):
@@ -53,6 +59,9 @@ class Event(Base):
 
     __table_args__ = (
         Index("ix_events_org_position", "org_id", "position", unique=True),
+        # An organization's events by time: what Recover reads (webhooks/recovery.py), from a
+        # time on, oldest first, without walking every other organization's (migration 0016).
+        Index("ix_events_org_created_at", "org_id", "created_at", "id"),
         # What is still to be placed: small, as placing follows soon after the commit.
         Index(
             "ix_events_unplaced",
@@ -89,6 +98,56 @@ class Delivery(Base):
     # attempts_made when the current series began: 0, or where a redelivery started a new
     # series of up to 3 attempts (its retries wait 2 s and 8 s like the first series').
     series_from: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The Recover that queued it (or queued it again), else NULL. Not a foreign key: adding one
+    # would make SQLite copy the whole table (migration 0016), and a recovery's row is pruned
+    # by age (retention) whatever still names it.
+    recovery_id: Mapped[uuid.UUID | None]
+
+
+class Recovery(Base):
+    """An administrator's Recover: every event since `since` that the subscription's list
+    matches and that has no succeeded or pending delivery to it, queued (webhooks/recovery.py).
+    Its deliveries name it (`Delivery.recovery_id`): while any of them is pending, the
+    subscription's next Recover is refused."""
+
+    __tablename__ = "webhook_recoveries"
+    id: Mapped[uuid.UUID] = id_column()
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    subscription_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhook_subscriptions.id"))
+    requested_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    requested_at: Mapped[datetime] = mapped_column(index=True)  # retention prunes the oldest
+    since: Mapped[datetime]  # as applied: never before the subscription was created
+    deliveries: Mapped[int] = mapped_column(Integer)  # queued, new and again
+
+    # A subscription's latest recovery, read at each Recover and on its page.
+    __table_args__ = (Index(None, "subscription_id", "requested_at"),)
+
+
+class DisabledNotice(Base):
+    """The mail that tells an organization's admins that one of its subscriptions was disabled
+    (webhooks/alerts.py). Written in the transaction that disables it, so a crash loses no
+    notice; sent by the worker's `webhook-alerts` job, which clears `due_at`. One row per
+    subscription, kept: `sent_at` is what holds the mails to one a day."""
+
+    __tablename__ = "webhook_disabled_notices"
+    subscription_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("webhook_subscriptions.id"), primary_key=True
+    )
+    disabled_at: Mapped[datetime]  # the disabling the notice is about: the latest
+    due_at: Mapped[datetime | None]  # when to send it (again); NULL: nothing to send
+    sent_at: Mapped[datetime | None]  # when the last notice mail went out
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_error: Mapped[str | None] = mapped_column(String(500))  # why the last send failed
+
+    __table_args__ = (
+        # What the job reads each minute: the few notices waiting to go out.
+        Index(
+            "ix_webhook_disabled_notices_due_at",
+            "due_at",
+            postgresql_where=text("due_at IS NOT NULL"),
+            sqlite_where=text("due_at IS NOT NULL"),
+        ),
+    )
 
 
 class Redelivery(Base):

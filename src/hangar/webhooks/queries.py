@@ -9,7 +9,13 @@ from sqlalchemy import false, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import MAX_IN_FLIGHT, is_due, is_in_flight, is_pending, with_due_work
+from hangar.webhooks.queue import (
+    is_due,
+    is_in_flight,
+    is_pending,
+    subscription_cap,
+    with_due_work,
+)
 
 
 @dataclass(frozen=True)
@@ -18,14 +24,20 @@ class Gauges:
 
     pending: int
     in_flight: int
-    held_by_cap: int  # due, but their subscription has MAX_IN_FLIGHT attempts out
+    held_by_cap: int  # due, but their subscription has its cap of attempts out
     oldest_due_age_s: float  # of what a worker could take now; 0 when none is due
     disabled: int  # subscriptions disabled now, not deleted
 
 
 async def gauges(conn: AsyncConnection, now: datetime) -> Gauges:
-    waiting = with_due_work(now)
-    capped = waiting.c.busy >= MAX_IN_FLIGHT
+    due_work = with_due_work(now)
+    subscriptions = Subscription.__table__
+    waiting = (
+        select(due_work, subscription_cap(subscriptions).label("cap"))
+        .join(subscriptions, subscriptions.c.id == due_work.c.subscription_id)
+        .cte("waiting")
+    )
+    capped = waiting.c.busy >= waiting.c.cap
     count = await conn.scalar(select(func.count()).select_from(Delivery).where(is_pending()))
     in_flight = await conn.scalar(
         select(func.count()).select_from(Delivery).where(is_in_flight(now))

@@ -3,8 +3,10 @@ subscription's health (what waits, what is in flight) is counted by them.
 
 A pending delivery is either *in flight* (leased: a worker is attempting it, or died while
 it did and the lease has not run out) or *waiting*: due now, or due later (a retry's wait).
-Each subscription has at most `MAX_IN_FLIGHT` in flight at once, counted from the live leases
-in the database, so the bound holds across every worker on every machine.
+Each subscription has at most `MAX_IN_FLIGHT` in flight at once (one while it times out),
+each organization at most `ORG_MAX_IN_FLIGHT` and each destination at most
+`DESTINATION_MAX_IN_FLIGHT`, counted from the live leases in the database, so the bounds hold
+across every worker on every machine.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, func, literal_column, or_, select
+from sqlalchemy import ColumnElement, String, case, func, literal_column, or_, select
 
-from hangar.webhooks.models import Delivery
+from hangar.webhooks.models import Delivery, Subscription
 
 # Attempts in flight at once to one subscription, across all workers. Ten keeps a small
 # receiver (a few threads or processes behind it) from being sent a worker's 100 POSTs at
@@ -28,6 +30,18 @@ from hangar.webhooks.models import Delivery
 # claim that refills it, and bench G6 (10 subscriptions) measured 0.62-0.71 of a bare client
 # with 4, 0.76-0.81 with 8, 0.81-0.86 with 10 (bench/RESULTS.md, 2026-11-26).
 MAX_IN_FLIGHT = 10
+# A subscription whose attempts time out holds a slot for the whole 10 s of each: until one
+# is answered again it has one attempt in flight at a time, a probe, and its backlog waits
+# for it rather than taking ten slots of every worker.
+MAX_IN_FLIGHT_TIMING_OUT = 1
+# Shares of the attempts in flight across all workers: at most this many for one
+# organization, however many subscriptions it has, and at most this many to one destination
+# (host and port), however many organizations deliver there. Each is as many as a busy
+# organization's ten subscriptions at their cap (bench G6), so neither costs a healthy
+# organization throughput; what they stop is one organization's endpoints that all time
+# out (or one partner's, shared by many organizations) taking every slot of every worker.
+ORG_MAX_IN_FLIGHT = 100
+DESTINATION_MAX_IN_FLIGHT = 100
 
 # Longer than the 10 s attempt timeout with room to record it; after this a delivery is
 # considered abandoned by its worker and may be claimed again.
@@ -62,6 +76,14 @@ def is_in_flight(now: Any, table: Any = Delivery.__table__) -> ColumnElement[boo
     """Pending and leased: a worker holds it until its lease runs out (at `now` or later)."""
     leased: ColumnElement[bool] = table.c.lease_until > now
     return is_pending(table) & leased
+
+
+def subscription_cap(subscriptions: Any = Subscription.__table__) -> Any:
+    """A subscription's cap of attempts in flight: one while its attempts time out."""
+    return case(
+        (subscriptions.c.timing_out_since.is_not(None), MAX_IN_FLIGHT_TIMING_OUT),
+        else_=MAX_IN_FLIGHT,
+    )
 
 
 def in_flight_count(subscription_id: Any, now: Any) -> Any:

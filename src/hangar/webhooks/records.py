@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.base import UTCDateTime
 from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
+from hangar.webhooks import alerts
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 
 log = logging.getLogger("hangar.webhooks")
@@ -243,6 +244,7 @@ class Recorder(Generic[T]):
                 if attempts:
                     await conn.execute(insert(Attempt), attempts)
             disabled = await _count(conn, mine)
+            await _note_timeouts(conn, mine)
             if refill is not None:
                 # After the settling: this transaction sees those leases gone.
                 slots = refill.slots_after(len(outcomes))
@@ -250,6 +252,31 @@ class Recorder(Generic[T]):
         # Counted once committed: a batch rolled back disabled nothing.
         SUBSCRIPTIONS_AUTO_DISABLED.inc(disabled)
         return held, found
+
+
+async def _note_timeouts(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
+    """Each subscription whose latest attempt here timed out has one attempt in flight at a
+    time from now on (queue.subscription_cap), until one is answered again. Written only
+    when it changes: successes to a busy receiver must not queue on its row."""
+    latest: dict[uuid.UUID, dict[str, Any]] = {}
+    for o in outcomes:
+        if o.attempt is not None:
+            latest[o.subscription_id] = o.attempt
+    timed_out = sorted(k for k, a in latest.items() if a.get("outcome") == "timeout")
+    answered = sorted(k for k, a in latest.items() if a.get("status_code") is not None)
+    if timed_out:
+        first = min(latest[k]["started_at"] for k in timed_out)
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id.in_(timed_out), Subscription.timing_out_since.is_(None))
+            .values(timing_out_since=first)
+        )
+    if answered:
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id.in_(answered), Subscription.timing_out_since.is_not(None))
+            .values(timing_out_since=None)
+        )
 
 
 def _settled(o: Outcome) -> dict[str, Any]:
@@ -336,6 +363,8 @@ async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
             .returning(Subscription.enabled)
         )
         disabled += now_enabled is False  # None: it was disabled already, and is left alone
+        if now_enabled is False:  # the admins are told, by a notice that commits with it
+            await alerts.noted(conn, sub_id)
     return disabled
 
 

@@ -1,6 +1,6 @@
 """Retention of the delivery log: the batches that delete finished deliveries (with their
-attempts and redeliveries) and the events no delivery refers to; and of the secrets a
-rotation replaced, erased once their grace has ended.
+attempts and redeliveries), the events no delivery refers to and the records of Recover;
+and of the secrets a rotation replaced, erased once their grace has ended.
 
 - Finished deliveries are read from `ix_webhook_deliveries_finished` (completed_at, WHERE
   status <> 'pending') and locked FOR UPDATE SKIP LOCKED on PostgreSQL: a row that Redeliver
@@ -11,6 +11,10 @@ rotation replaced, erased once their grace has ended.
 - A previous secret goes (`PreviousSecrets`) once its grace has ended: it signs nothing any
   more, and a secret kept, sealed or not, is one more to leak. Until then its row holds it,
   as the dispatcher needs it; the screens and the API stop showing it at the grace's end.
+- A recovery's record (`webhook_recoveries`, who asked for a Recover and when) goes when it
+  is older than the window, oldest first (`ix_webhook_recoveries_requested_at`), as the log
+  of what it queued does. Its deliveries name it without a foreign key, so nothing waits on
+  them; a delivery still pending then (a month on) only loses the name of who asked.
 - Events go when they are older than the window and no delivery refers to them (NOT EXISTS
   through `ix_webhook_deliveries_event_id`): those of the deliveries a batch deletes in the
   same transaction, by their ids; the others (events that no subscription received) read
@@ -40,8 +44,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.kit.batches import Batch, written
-from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery, Subscription
+from hangar.kit.batches import Batch, Oldest, written
+from hangar.webhooks.models import Attempt, Delivery, Event, Recovery, Redelivery, Subscription
 from hangar.webhooks.queue import is_finished
 
 DELIVERIES = Delivery.__tablename__
@@ -50,7 +54,8 @@ REDELIVERIES = Redelivery.__tablename__
 EVENTS = Event.__tablename__
 # Not a table: the previous secrets erased from their subscriptions, counted as the rows are.
 PREVIOUS_SECRETS = "webhook_previous_secrets"
-TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS, PREVIOUS_SECRETS)
+RECOVERIES = Recovery.__tablename__
+TABLES = (DELIVERIES, ATTEMPTS, REDELIVERIES, EVENTS, PREVIOUS_SECRETS, RECOVERIES)
 
 
 # --- deliveries, with their attempts and redeliveries ------------------------------------
@@ -172,6 +177,14 @@ class Events:
             self.after = (rows[-1].created_at, rows[-1].id)
             gone = await conn.execute(events_of([r.id for r in rows], self.cutoff))
         return Batch({EVENTS: gone.rowcount}, more=len(rows) == self.size)
+
+
+# --- the records of Recover ---------------------------------------------------------------
+
+
+def recoveries(cutoff: datetime, size: int) -> Oldest:
+    """Recoveries asked for before `cutoff`, oldest first, `size` at a time."""
+    return Oldest(Recovery, Recovery.requested_at, cutoff, size)
 
 
 # --- secrets a rotation replaced ---------------------------------------------------------

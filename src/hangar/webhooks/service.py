@@ -1,6 +1,6 @@
 """The subscription actions: list, get, create, edit, delete, enable, rotate the secret, Test,
-the delivery log, Redeliver and health; and the operator's resealing of every secret after a
-key rotation.
+the delivery log, Redeliver, Recover and health, and the subscriptions disabled now; and the
+operator's resealing of every secret after a key rotation.
 
 Each action once, for the management API (routes/webhooks.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
@@ -23,11 +23,12 @@ from hangar.kit.bodies import RequestBody
 from hangar.kit.container import Services, webhook_secret_box
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
-from hangar.webhooks import catalogue, delivery_log, health, outbox, resealing
+from hangar.webhooks import alerts, catalogue, delivery_log, health, outbox, recovery, resealing
 from hangar.webhooks import subscriptions as subs
 
 # What the routes and the screens name besides the actions: the 404s' words, the views they
 # present, the words of the health summary, and a rotation's grace window.
+from hangar.webhooks.alerts import DisabledView as DisabledView
 from hangar.webhooks.delivery_log import DELIVERY as DELIVERY
 from hangar.webhooks.delivery_log import LOGGED_EVENTS as LOGGED_EVENTS
 from hangar.webhooks.delivery_log import REDELIVERY_LIMITS as REDELIVERY_LIMITS
@@ -39,6 +40,9 @@ from hangar.webhooks.health import HealthView as HealthView
 from hangar.webhooks.health import SeriesView as SeriesView
 from hangar.webhooks.health import duration_words as duration_words
 from hangar.webhooks.health import percent_words as percent_words
+from hangar.webhooks.recovery import RecoverBody as RecoverBody
+from hangar.webhooks.recovery import Recovered as Recovered
+from hangar.webhooks.recovery import RecoveryView as RecoveryView
 from hangar.webhooks.resealing import Resealed as Resealed
 from hangar.webhooks.resealing import Unreadable as Unreadable
 from hangar.webhooks.secrets import DEFAULT_GRACE_HOURS as DEFAULT_GRACE_HOURS
@@ -80,6 +84,11 @@ log_filters = delivery_log.log_filters
 filter_problems = delivery_log.filter_problems
 # Redeliver: a finished delivery queued again, same id and event (10 per hour).
 redeliver = delivery_log.redeliver
+# The organization's subscriptions disabled now: the Org Settings banner.
+disabled = alerts.disabled_of
+# A subscription's latest Recover, and what of it still waits; the most one queues.
+latest_recovery = recovery.latest
+MAX_RECOVERED = recovery.MAX_DELIVERIES
 
 
 async def subscription_health(
@@ -92,6 +101,32 @@ async def subscription_health(
     """Its queue, its endpoint's last 24 hours and 7 days, and how far back its log reaches."""
     retention = services.settings.delivery_retention_days
     return await health.subscription_health(conn, org_id, sub_id, now, retention_days=retention)
+
+
+async def recover(
+    conn: AsyncConnection,
+    services: Services,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    body: RecoverBody,
+    user_id: uuid.UUID,
+    now: datetime,
+) -> Recovered:
+    """Recover: every event since `body.since` (within HANGAR_DELIVERY_RETENTION_DAYS) that the
+    subscription takes and never got, queued to it, oldest first (webhooks/recovery.py)."""
+    retention = services.settings.delivery_retention_days
+    return await recovery.recover(
+        conn, org_id, sub_id, body.since, user_id=user_id, now=now, retention_days=retention
+    )
+
+
+async def recover_from(
+    conn: AsyncConnection, services: Services, sub: SubscriptionView, now: datetime
+) -> datetime:
+    """The `since` the Recover form offers for `sub`, a subscription of the caller's
+    organization."""
+    retention = services.settings.delivery_retention_days
+    return await recovery.default_since(conn, sub, now, retention)
 
 
 async def create(
@@ -107,6 +142,7 @@ async def create(
         **body.model_dump(),
         box=services.secret_box,
         resolver=services.resolver,
+        limit=services.settings.max_subscriptions_per_org,
         now=now,
     )
 

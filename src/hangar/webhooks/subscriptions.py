@@ -14,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
-from hangar.kit.rows import insert_new, public
+from hangar.kit.rows import public
 from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Delivery, Subscription
 from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret, whsec_form
+from hangar.webhooks.subscription_limit import insert_within_limit
 from hangar.webhooks.url_parsing import UrlRejected
 from hangar.webhooks.url_policy import check_webhook_url
 
@@ -96,13 +97,15 @@ def checked_events(events: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
-async def checked_url(url: str, resolver: Resolver) -> str:
+async def checked_url(url: str, resolver: Resolver) -> dict[str, str]:
+    """The URL as it is stored, and its destination (the host and port the claim shares
+    attempts by); 422 with the policy's code if it is refused."""
     url = url.strip()  # pasted URLs often carry a space or newline at either end
     try:
-        await check_webhook_url(url, resolver)
+        checked = await check_webhook_url(url, resolver)
     except UrlRejected as exc:
         raise Unprocessable(str(exc.code), exc.detail) from None
-    return url
+    return {"url": url, "destination": checked.url.destination}
 
 
 async def list_subscriptions(
@@ -122,16 +125,21 @@ async def get_subscription(
     sub_id: uuid.UUID,
     *,
     lock: bool = False,
+    key_share: bool = False,
     now: datetime | None = None,
 ) -> SubscriptionView:
     """The subscription as of `now` (see `_view`). Checks that only ask whether it exists
-    (or lock it) leave `now` out: their view shows a previous secret's expiry as stored."""
+    (or lock it) leave `now` out: their view shows a previous secret's expiry as stored.
+    `key_share` makes the lock FOR NO KEY UPDATE (PostgreSQL): the outbox's inserts, which
+    take KEY SHARE on the row through their foreign key, go on meanwhile."""
     stmt = select(*_VIEW).where(
         Subscription.org_id == org_id,
         Subscription.id == sub_id,
         Subscription.deleted_at.is_(None),
     )
-    row = (await conn.execute(stmt.with_for_update() if lock else stmt)).first()
+    if lock:
+        stmt = stmt.with_for_update(key_share=key_share)
+    row = (await conn.execute(stmt)).first()
     if row is None:
         raise NotFound(SUBSCRIPTION)
     return _view(row, now)
@@ -146,17 +154,20 @@ async def create_subscription(
     events: Sequence[str],
     box: SecretBox,
     resolver: Resolver,
+    limit: int,
     now: datetime,
 ) -> NewSubscriptionView:
-    url = await checked_url(url, resolver)
+    """A new subscription, its secret shown this once; 422 SUBSCRIPTION_LIMIT when the
+    organization already has `limit` live ones (HANGAR_MAX_SUBSCRIPTIONS_PER_ORG)."""
+    where = await checked_url(url, resolver)
     wanted = checked_events(events)
     secret = new_secret()
-    sub_id = await insert_new(
+    sub_id = await insert_within_limit(
         conn,
-        Subscription,
-        org_id=org_id,
+        org_id,
+        limit,
         name=name.strip(),
-        url=url,
+        **where,
         events=wanted,
         secret_encrypted=box.seal(secret),
         secret_prefix=secret[:SECRET_PREFIX_LENGTH],
@@ -189,7 +200,7 @@ async def edit_subscription(
     if name is not None:
         changes["name"] = name.strip()
     if url is not None:
-        changes["url"] = await checked_url(url, resolver)
+        changes |= await checked_url(url, resolver)
     if events is not None:
         changes["events"] = checked_events(events)
     await conn.execute(update(Subscription).where(Subscription.id == sub_id).values(**changes))

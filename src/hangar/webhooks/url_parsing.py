@@ -45,6 +45,12 @@ class ParsedUrl:
     ip: IPAddress | None  # set when the host is an IP literal
 
     @property
+    def destination(self) -> str:
+        """`host:port`: where its deliveries go, whichever its path (the claim's share)."""
+        host = f"[{self.host}]" if isinstance(self.ip, ipaddress.IPv6Address) else self.host
+        return f"{host}:{self.port}"
+
+    @property
     def url(self) -> str:
         """The canonical URL: give this, not the original string, to the HTTP client."""
         host = f"[{self.host}]" if isinstance(self.ip, ipaddress.IPv6Address) else self.host

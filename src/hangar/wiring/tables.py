@@ -10,7 +10,15 @@ from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Invitation, Membership, Organization, Role
 from hangar.reservations.models import Reservation, ReservationChanges
 from hangar.squawks.models import Squawk
-from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery, Subscription
+from hangar.webhooks.models import (
+    Attempt,
+    Delivery,
+    DisabledNotice,
+    Event,
+    Recovery,
+    Redelivery,
+    Subscription,
+)
 
 __all__ = [
     "Aircraft",
@@ -18,6 +26,7 @@ __all__ = [
     "Attempt",
     "Base",
     "Delivery",
+    "DisabledNotice",
     "Event",
     "Invitation",
     "JobTick",
@@ -26,6 +35,7 @@ __all__ = [
     "Membership",
     "Organization",
     "PasswordReset",
+    "Recovery",
     "Redelivery",
     "Reservation",
     "ReservationChanges",

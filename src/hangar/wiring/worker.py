@@ -15,6 +15,8 @@ from hangar import retention
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
 from hangar.kit.container import Services
+from hangar.orgs import service as org_service
+from hangar.webhooks import alerts
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.worker import DeliveryWorker
 
@@ -25,9 +27,18 @@ async def mel_expiry(run: JobRun) -> Done:
     return {"expired": await expire_mel_items(run.services.engine, run.now)}
 
 
+async def webhook_alerts(run: JobRun) -> Done:
+    # Who an organization's admins are is orgs' to say; webhooks does not import it.
+    return await alerts.send_due(run, org_service.admins_of)
+
+
 # Every scheduled job, by the name `hangar jobs run` and the job_ticks table know it by, in
 # the order a tick runs them: the product's own first, then the housekeeping.
-JOBS: Mapping[str, Job] = {"mel-expiry": mel_expiry, "retention": retention.prune}
+JOBS: Mapping[str, Job] = {
+    "mel-expiry": mel_expiry,
+    "webhook-alerts": webhook_alerts,
+    "retention": retention.prune,
+}
 
 
 class Worker:

@@ -39,6 +39,20 @@ document.addEventListener("DOMContentLoaded", () => {
   const refresh = document.getElementById("auto-refresh");
   if (refresh) {
     const seconds = Number(refresh.dataset.refreshSeconds || "2");
-    window.setTimeout(() => window.location.reload(), seconds * 1000);
+    // Not while a form is being filled in (Recover's time, the log's filters): the reload
+    // would lose what was typed. It waits for the next turn instead.
+    let typed = false;
+    document.addEventListener("input", () => {
+      typed = true;
+    });
+    const reload = () => {
+      const active = document.activeElement;
+      if (typed || (active && active.form)) {
+        window.setTimeout(reload, seconds * 1000);
+      } else {
+        window.location.reload();
+      }
+    };
+    window.setTimeout(reload, seconds * 1000);
   }
 });
