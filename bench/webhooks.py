@@ -26,20 +26,23 @@ from typing import Any
 
 import aiohttp
 import trustme
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import Settings
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
 from hangar.kit.resolver import IPAddress
 from hangar.kit.rows import insert_new
 from hangar.orgs.commands import create_org
+from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.outbox import pending_delivery, record, serialize, wake_dispatchers
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.signing import envelope, headers
+from hangar.webhooks.url_parsing import parse_webhook_url
 from hangar.wiring.container import build_services
 from hangar.wiring.worker import Worker
 
@@ -145,9 +148,8 @@ def bench_services(settings: Settings) -> Services:
     return services
 
 
-def bench_worker(services: Services, rx: Receiver) -> Worker:
-    sender = Sender(LoopbackResolver(), ssl_context=rx.client_ssl, is_allowed=loopback_only)
-    return Worker(services, sender=sender)
+def bench_sender(rx: Receiver) -> Sender:
+    return Sender(LoopbackResolver(), ssl_context=rx.client_ssl, is_allowed=loopback_only)
 
 
 async def new_org(engine: AsyncEngine, name: str) -> uuid.UUID:
@@ -175,6 +177,7 @@ async def subscribe(
                 org_id=org_id,
                 name="bench",
                 url=url,
+                destination=parse_webhook_url(url).destination,
                 events=["*"],
                 secret_encrypted=services.secret_box.seal(secret),
                 secret_prefix=secret[:8],
@@ -242,7 +245,8 @@ async def delivering_to(
     """A fresh organization of `settings`' database subscribed at each of `rx`'s `paths`, and a
     running worker of that database delivering to it."""
     services = bench_services(settings)
-    worker = bench_worker(services, rx)
+    sender = bench_sender(rx)
+    worker = Worker(services, sender=sender)
     org_id = await new_org(services.engine, org_name)
     subs = await subscribe(services, org_id, [rx.url(path) for path in paths])
     await worker.start()
@@ -250,6 +254,7 @@ async def delivering_to(
         yield Delivering(rx, services, org_id, subs)
     finally:
         await worker.stop()
+        await sender.close()
         await services.close()
 
 
@@ -259,7 +264,8 @@ async def delivering_to(
 @dataclass
 class Throughput:
     hangar: float  # deliveries/s
-    bare: float
+    bare: float  # a bare client's POSTs/s, keeping its connections alive as hangar does
+    bare_per_post: float  # the same, one connection per POST (as hangar did before 1.6)
     deliveries: int
 
 
@@ -272,17 +278,20 @@ async def throughput(
     not counted: connection pools, prepared statements, compiled statement caches)."""
     half = max(events // 2, 1)
     paths = [f"/g6/{i}" for i in range(subscriptions)]
-    hangar_s = bare_s = 0.0
+    seconds = {"A": 0.0, "B": 0.0, "C": 0.0}
     async with delivering(settings, port, 10.0, "Bench Hooks G6", paths) as run:
         await _dispatcher_round(run.services, run.org_id, min(20, half), subscriptions)
-        await _bare_round(run.rx, run.subs, min(20, half), concurrency)
-        for side in "ABBA":
+        await _bare_round(run.rx, run.subs, min(20, half), concurrency, kept_alive=True)
+        for side in "ABCCBA":
             if side == "A":
-                hangar_s += await _dispatcher_round(run.services, run.org_id, half, subscriptions)
+                took = await _dispatcher_round(run.services, run.org_id, half, subscriptions)
             else:
-                bare_s += await _bare_round(run.rx, run.subs, half, concurrency)
+                took = await _bare_round(
+                    run.rx, run.subs, half, concurrency, kept_alive=side == "B"
+                )
+            seconds[side] += took
     done = 2 * half * subscriptions
-    return Throughput(done / hangar_s, done / bare_s, done)
+    return Throughput(done / seconds["A"], done / seconds["B"], done / seconds["C"], done)
 
 
 async def _dispatcher_round(
@@ -318,10 +327,16 @@ async def _dispatcher_round(
 
 
 async def _bare_round(
-    rx: Receiver, subs: list[tuple[uuid.UUID, str]], events: int, concurrency: int
+    rx: Receiver,
+    subs: list[tuple[uuid.UUID, str]],
+    events: int,
+    concurrency: int,
+    *,
+    kept_alive: bool,
 ) -> float:
-    """A bare aiohttp client POSTs the same signed bodies at the same concurrency, one
-    connection per POST as the dispatcher opens (it pins each to checked addresses)."""
+    """A bare aiohttp client POSTs the same signed bodies at the same concurrency: over
+    connections kept alive in one pool (as the dispatcher's sender does), or one connection
+    per POST (as it did before: the contrast)."""
     bodies = []
     stamp = datetime.now(UTC)
     for seq in range(events):
@@ -333,23 +348,33 @@ async def _bare_round(
             )
             bodies.append((rx.url(f"/g6/{i}"), sent, body))
     slots = asyncio.Semaphore(concurrency)
+    timeout = aiohttp.ClientTimeout(total=10)
+    pool = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(resolver=_Pinned(), ssl=rx.client_ssl, limit=concurrency),
+        timeout=timeout,
+    )
 
     async def post(url: str, hdrs: dict[str, str], body: bytes) -> None:
         async with slots:
+            if kept_alive:
+                async with pool.post(url, data=body, headers=hdrs, allow_redirects=False) as r:
+                    await r.content.read(2048)
+                return
             connector = aiohttp.TCPConnector(
                 resolver=_Pinned(), ssl=rx.client_ssl, force_close=True, limit=1
             )
             async with (
-                aiohttp.ClientSession(
-                    connector=connector, timeout=aiohttp.ClientTimeout(total=10)
-                ) as session,
+                aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
                 session.post(url, data=body, headers=hdrs, allow_redirects=False) as resp,
             ):
                 await resp.content.read(2048)
 
-    started = time.monotonic()
-    await asyncio.gather(*(post(*b) for b in bodies))
-    return time.monotonic() - started
+    try:
+        started = time.monotonic()
+        await asyncio.gather(*(post(*b) for b in bodies))
+        return time.monotonic() - started
+    finally:
+        await pool.close()
 
 
 # --- G7 -------------------------------------------------------------------------------------
@@ -508,6 +533,184 @@ async def fairness(settings: Settings, samples: int, backlog_size: int, port: in
         # What is still queued for the slow endpoints is not the next row's business.
         await new_org(engine, "Bench Hooks G13 end")
         return phases
+
+
+# --- G13b -----------------------------------------------------------------------------------
+
+TIMING_OUT = "/delay/12000"  # past the 10 s timeout: every attempt there times out
+
+
+async def isolation(
+    settings: Settings, samples: int, backlog_size: int, ports: tuple[int, int]
+) -> list[Phase]:
+    """G7's measure for a healthy organization delivering to an endpoint of its own (its own
+    destination), quiet, then (a) while another organization's 20 subscriptions all time out,
+    each with `backlog_size` deliveries queued, then (b) also while 200 organizations, each
+    subscribed once to one partner's endpoint (one destination), which times out, have two
+    each queued; one worker, as `hangar worker` runs it."""
+    async with (
+        receiver(0.0, ports[0]) as healthy,
+        receiver(0.0, ports[1]) as partner,
+        delivering_to(settings, healthy, "Bench Hooks G13b", ["/g13b/healthy"]) as run,
+    ):
+        engine = run.services.engine
+        await asyncio.sleep(0.5)
+        phases = [Phase("quiet", await _commit_to_arrival(run, range(samples)), 0)]
+        one = await new_org(engine, "Bench Hooks G13b (a)")
+        await subscribe(run.services, one, [partner.url(f"{TIMING_OUT}/a/{i}") for i in range(20)])
+        await backlog(settings, one, backlog_size)
+        await _until_attempted(run, partner, f"{TIMING_OUT}/a/")
+        seqs = range(10_000, 10_000 + samples)
+        phases.append(Phase("(a)", await _commit_to_arrival(run, seqs), 0))
+        for n in range(200):
+            each = await _org(engine, f"Bench Hooks G13b (b) {n}")
+            await subscribe(run.services, each, [partner.url(f"{TIMING_OUT}/b")])
+            await backlog(settings, each, 2)
+        await _until_attempted(run, partner, f"{TIMING_OUT}/b")
+        seqs = range(20_000, 20_000 + samples)
+        phases.append(Phase("(a) and (b)", await _commit_to_arrival(run, seqs), 0))
+        await new_org(engine, "Bench Hooks G13b end")  # what is still queued is set aside
+        return phases
+
+
+async def _org(engine: AsyncEngine, name: str) -> uuid.UUID:
+    """A new organization, leaving what is pending as it is (new_org sets it aside)."""
+    async with engine.begin() as conn:
+        return await create_org(conn, f"{name} {uuid.uuid4().hex[:6]}", datetime.now(UTC))
+
+
+async def _until_attempted(run: Delivering, rx: Receiver, prefix: str) -> None:
+    async with run.services.engine.begin() as conn:
+        await wake_dispatchers(conn)  # the backlog was written in bulk
+    for _ in range(100):  # until the endpoint has its first attempts
+        if any(entry[1].startswith(prefix) for entry in await rx.log()):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+
+
+# --- G16 ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tenants:
+    deliveries_per_s: float  # many organizations, one subscription each
+    deliveries: int
+
+
+async def many_tenants(settings: Settings, orgs: int, per_org: int, port: int) -> Tenants:
+    """`orgs` organizations with one subscription each, `per_org` deliveries queued for each
+    (written in bulk, as G9's backlog): the running worker drains them all; seconds from the
+    wake to the last recorded outcome."""
+    async with receiver(10.0, port) as rx:
+        services = bench_services(settings)
+        sender = bench_sender(rx)
+        worker = Worker(services, sender=sender)
+        engine = services.engine
+        try:
+            await new_org(engine, "Bench Hooks G16")  # what earlier rows left is set aside
+            made = []
+            for n in range(orgs):
+                org_id = await _org(engine, f"Bench Hooks G16 {n}")
+                await subscribe(services, org_id, [rx.url(f"/g16/{n}")])
+                made.append(org_id)
+            for org_id in made:
+                await backlog(settings, org_id, per_org)
+            await worker.start()
+            began = datetime.now(UTC)
+            async with engine.begin() as conn:
+                await wake_dispatchers(conn)
+            for org_id in made:
+                await drained(engine, org_id, 600, 0.5)
+            async with engine.connect() as conn:
+                succeeded, finished = (
+                    await conn.execute(
+                        select(func.count(), func.max(Delivery.completed_at)).where(
+                            Delivery.org_id.in_(made), Delivery.status == "succeeded"
+                        )
+                    )
+                ).one()
+        finally:
+            await worker.stop()
+            await sender.close()
+            await services.close()
+    total = orgs * per_org
+    if succeeded != total or finished is None:
+        raise RuntimeError(f"only {succeeded} of {total} delivered")
+    if finished.tzinfo is None:  # SQLite, through max()
+        finished = finished.replace(tzinfo=UTC)
+    return Tenants(total / (finished - began).total_seconds(), total)
+
+
+async def claim_times(settings: Settings, subscriptions: int, claims: int) -> list[float]:
+    """Milliseconds of `claims` claims of a batch each (their leases released after each),
+    with `subscriptions` subscriptions (ten per organization) holding one due delivery each,
+    written in bulk."""
+    services = bench_services(settings)
+    engine = services.engine
+    now = datetime.now(UTC)
+    try:
+        await new_org(engine, "Bench Hooks G16 claims")  # what earlier rows left is set aside
+        orgs = [
+            await _org(engine, f"Bench Hooks G16 claims {n}") for n in range(subscriptions // 10)
+        ]
+        subs = [(org_id, new_id()) for org_id in orgs for _ in range(10)]
+        events = [new_id() for _ in subs]
+        async with engine.begin() as conn:
+            await conn.execute(
+                insert(Subscription),
+                [
+                    {
+                        "id": sub_id, "org_id": org_id, "name": "bench",
+                        "url": f"https://g16-{sub_id.hex[:12]}.example.com/in",
+                        "destination": f"g16-{sub_id.hex[:12]}.example.com:443",
+                        "events": ["*"], "secret_encrypted": "-", "secret_prefix": "-",
+                        "enabled": True, "consecutive_failures": 0,
+                        "created_at": now, "updated_at": now,
+                    }
+                    for org_id, sub_id in subs
+                ],
+            )  # fmt: skip
+            await conn.execute(
+                insert(Event),
+                [
+                    {
+                        "id": e,
+                        "org_id": o,
+                        "name": "squawk.created",
+                        "data": "{}",
+                        "created_at": now,
+                    }
+                    for (o, _), e in zip(subs, events, strict=True)
+                ],
+            )
+            await conn.execute(
+                insert(Delivery),
+                [
+                    pending_delivery(o, s, e, "squawk.created", now)
+                    for (o, s), e in zip(subs, events, strict=True)
+                ],
+            )
+        if engine.dialect.name == "postgresql":
+            async with engine.connect() as conn:
+                await conn.execute(text("ANALYZE"))
+        sender = Sender(LoopbackResolver(), is_allowed=loopback_only)
+        dispatcher = Dispatcher(engine, SystemClock(), sender, services.secret_box)
+        times = []
+        for _ in range(claims):
+            started = time.perf_counter()
+            claimed = await dispatcher.claim()
+            times.append((time.perf_counter() - started) * 1000)
+            async with engine.begin() as conn:
+                await conn.execute(
+                    update(Delivery)
+                    .where(Delivery.id.in_([c.id for c in claimed]))
+                    .values(lease_until=None)
+                )
+        await new_org(engine, "Bench Hooks G16 claims end")  # set aside
+        return times
+    finally:
+        await services.close()
 
 
 # --- G8 -------------------------------------------------------------------------------------
@@ -671,6 +874,7 @@ async def _worker_main(ca_file: str) -> None:
         print("worker ready", flush=True)
         await worker.run_forever()
     finally:
+        await sender.close()
         await services.close()
 
 
