@@ -359,10 +359,12 @@ def hooks(
     import statistics
 
     from bench import webhooks
-    from bench.setup import SECRET, hangar, hangar_env, vacuum_queue
+    from bench.setup import SECRET, create_pg_database, hangar, hangar_env, vacuum_queue
     from hangar.foundation.config import Settings
     from hangar.webhooks.queue import MAX_IN_FLIGHT
 
+    if database_url.startswith("postgresql"):  # `--only webhooks` on a new machine
+        asyncio.run(create_pg_database(database_url))
     hangar(hangar_env(database_url, None), "db", "upgrade")
     vacuum = lambda: asyncio.run(vacuum_queue(database_url))  # noqa: E731
     settings = Settings(database_url=database_url, secret_key=SECRET)
