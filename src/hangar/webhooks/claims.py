@@ -117,8 +117,8 @@ def _census(now: Any) -> tuple[Any, Any]:
 
 
 def _shares(subscriptions: Any, census: tuple[Any, Any]) -> tuple[Any, Any, Any]:
-    """`subscriptions` joined to the census: (the join, its organization's attempts in
-    flight, its destination's)."""
+    """`subscriptions` (rows with `org_id` and `destination`) joined to the census: (the
+    join, its organization's attempts in flight, its destination's)."""
     by_org, by_destination = census
     joined = subscriptions.outerjoin(by_org, by_org.c.org_id == subscriptions.c.org_id)
     joined = joined.outerjoin(
@@ -235,28 +235,28 @@ class Claiming:
         cap = subscription_cap(subscriptions)
         self.lock: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
-            waiting = with_due_work(now)
-            joined, org_busy, destination_busy = _shares(subscriptions, _census(now))
+            waiting = with_due_work(now, dialect)
+            # The census joined to the subscriptions walked, not to the whole table.
+            joined, org_busy, destination_busy = _shares(waiting, _census(now))
             # Which subscriptions, in turn across organizations; ranked apart from the lock
             # (PostgreSQL locks no row of a query with window functions).
             ranked = (
                 select(
-                    subscriptions.c.id,
+                    waiting.c.subscription_id.label("id"),
                     waiting.c.busy,
                     waiting.c.head,
                     (
                         org_busy
                         + func.row_number().over(
-                            partition_by=subscriptions.c.org_id,
+                            partition_by=waiting.c.org_id,
                             order_by=(waiting.c.busy, waiting.c.head),
                         )
                     ).label("org_turn"),
                 )
                 .select_from(joined)
-                .join(waiting, waiting.c.subscription_id == subscriptions.c.id)
                 .where(
                     waiting.c.head.is_not(None),
-                    waiting.c.busy < cap,
+                    waiting.c.busy < waiting.c.cap,
                     _has_room(org_busy, destination_busy, reserve_only),
                 )
                 .cte("ranked")
@@ -286,20 +286,19 @@ class Claiming:
                 .cte("room")
             )
         else:
-            waiting = with_due_work(now)
-            joined, org_busy, destination_busy = _shares(subscriptions, _census(now))
+            waiting = with_due_work(now, dialect)
+            joined, org_busy, destination_busy = _shares(waiting, _census(now))
             room = (
                 select(
                     waiting.c.subscription_id,
                     waiting.c.busy,
-                    cap.label("cap"),
-                    subscriptions.c.org_id,
-                    subscriptions.c.destination,
+                    waiting.c.cap,
+                    waiting.c.org_id,
+                    waiting.c.destination,
                     org_busy.label("org_busy"),
                     destination_busy.label("destination_busy"),
                 )
                 .select_from(joined)
-                .join(waiting, waiting.c.subscription_id == subscriptions.c.id)
                 .where(waiting.c.head.is_not(None))
                 .cte("room")
             )

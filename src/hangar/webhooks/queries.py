@@ -13,7 +13,6 @@ from hangar.webhooks.queue import (
     is_due,
     is_in_flight,
     is_pending,
-    subscription_cap,
     with_due_work,
 )
 
@@ -30,13 +29,7 @@ class Gauges:
 
 
 async def gauges(conn: AsyncConnection, now: datetime) -> Gauges:
-    due_work = with_due_work(now)
-    subscriptions = Subscription.__table__
-    waiting = (
-        select(due_work, subscription_cap(subscriptions).label("cap"))
-        .join(subscriptions, subscriptions.c.id == due_work.c.subscription_id)
-        .cte("waiting")
-    )
+    waiting = with_due_work(now, conn.dialect.name)
     capped = waiting.c.busy >= waiting.c.cap
     count = await conn.scalar(select(func.count()).select_from(Delivery).where(is_pending()))
     in_flight = await conn.scalar(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, case, func, literal_column, or_, select
+from sqlalchemy import ColumnElement, String, case, func, literal_column, or_, select, true
 
 from hangar.webhooks.models import Delivery, Subscription
 
@@ -97,17 +97,21 @@ def in_flight_count(subscription_id: Any, now: Any) -> Any:
     )
 
 
-def with_due_work(now: Any) -> Any:
+def with_due_work(now: Any, dialect: str) -> Any:
     """Every subscription with pending deliveries, found by a skip scan of the queue index
     (one probe per subscription, however long its backlog), with how many attempts it has in
-    flight and when its oldest due delivery became due (NULL: nothing due now)."""
+    flight, when its oldest due delivery became due (NULL: nothing due now), and what the
+    claim shares by: its organization, its destination and its cap."""
     q = Delivery.__table__.alias("q")
 
     def after(previous: Any) -> Any:
         step = select(q.c.subscription_id).where(is_pending(q))
         if previous is not None:
             step = step.where(q.c.subscription_id > previous)
-        return step.order_by(q.c.subscription_id).limit(1).scalar_subquery()
+        # The queue index's own order: ordered by subscription alone, the planner may take
+        # the index of every delivery instead, and step over each subscription's finished
+        # deliveries (millions, within retention) to find the next pending one.
+        return step.order_by(q.c.subscription_id, q.c.next_attempt_at).limit(1).scalar_subquery()
 
     walk = select(after(None).label("id")).cte("walk", recursive=True)
     walk = walk.union_all(select(after(walk.c.id)).where(walk.c.id.is_not(None)))
@@ -119,12 +123,32 @@ def with_due_work(now: Any) -> Any:
         .limit(1)
         .scalar_subquery()
     )
-    return (
+    s = Subscription.__table__.alias("walked")
+    sub: Any = s
+    source = walk.join(s, s.c.id == walk.c.id)
+    if dialect == "postgresql":
+        # Looked up by primary key for each subscription walked: LIMIT keeps PostgreSQL from
+        # hashing the whole table instead, which cost more than the walk when a few of many
+        # subscriptions have work (the statement is planned before the walk's size is known).
+        sub = (
+            select(s.c.org_id, s.c.destination, s.c.timing_out_since)
+            .where(s.c.id == walk.c.id)
+            .limit(1)
+            .lateral("walked_to")
+        )
+        source = walk.join(sub, true())
+    found = (
         select(
             walk.c.id.label("subscription_id"),
             in_flight_count(walk.c.id, now).label("busy"),
             oldest_due.label("head"),
+            sub.c.org_id,
+            sub.c.destination,
+            subscription_cap(sub).label("cap"),
         )
+        .select_from(source)
         .where(walk.c.id.is_not(None))
         .cte("with_due_work")
     )
+    # Worked out once per statement, however often the claim refers to it.
+    return found.prefix_with("MATERIALIZED") if dialect == "postgresql" else found
