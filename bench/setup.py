@@ -111,6 +111,23 @@ async def vacuum_queue(url: str) -> None:
         await conn.close()
 
 
+async def analyze_queue(url: str) -> None:
+    """ANALYZE the delivery tables of `url` after a bulk write, if it is PostgreSQL: what
+    autovacuum does within a minute of one in production. Without it (this machine runs with
+    autovacuum off) the planner goes on believing the queue as small as when it was last
+    vacuumed, and plans the claim's lookups as scans of the whole table: a claim among a
+    bulk-written backlog of 20,000 took 0.4-3.6 s, where with statistics it takes a few ms."""
+    import asyncpg
+
+    if not url.startswith(("postgresql://", "postgres://")):
+        return
+    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
+    try:
+        await conn.execute(f"ANALYZE {QUEUE_TABLES}")
+    finally:
+        await conn.close()
+
+
 async def _pg_comment(url: str, value: str | None = None) -> str | None:
     import asyncpg
 
