@@ -41,6 +41,9 @@ pytestmark = [
     pytest.mark.skipif(not PG_URL, reason="--workers 2 needs PostgreSQL"),
     pytest.mark.skipif(not REDIS_URL, reason="--workers 2 needs Redis"),
     pytest.mark.skipif(NGINX is None, reason="nginx is not installed (.ci/run installs it)"),
+    # Four server processes, nginx and two restarts under load: 37 s on an idle 2-core
+    # machine, past the suite's 60 s when the other test worker loads it too.
+    pytest.mark.timeout(180),
 ]
 
 ENTRY_POINT = Path(sys.executable).with_name("hangar")

@@ -211,6 +211,9 @@ async def test_the_last_slots_go_to_organizations_with_nothing_in_flight(
     # Eight slots, two of them the reserve: two busy organizations fill six, and leave two.
     small = Dispatcher(services.engine, services.clock, sender, services.secret_box, concurrency=8)
     assert small.reserve == 2
+    small.concurrency = 2  # as the workers of tests/operations set theirs after construction
+    assert small.reserve == 0  # a quarter of what it has, not of what it was built with
+    small.concurrency = 8
     running = Running(small)
     try:
         await until(lambda: sum(receiver.in_flight.values()) == 6, "the first six never went")

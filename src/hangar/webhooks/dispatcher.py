@@ -100,10 +100,8 @@ class Dispatcher:
         self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
-        # that no one worker can take all the work; a quarter (at most RESERVED_SLOTS) is the
-        # reserve.
+        # that no one worker can take all the work.
         self.concurrency = concurrency
-        self.reserve = min(RESERVED_SLOTS, concurrency // 4)
         self._wake = asyncio.Event()
         # Set while the loop sleeps with no kick pending: until a kick, a stop or its next
         # look at the clock, it does nothing. What a test waits for instead of a guessed time.
@@ -249,6 +247,14 @@ class Dispatcher:
         free = self.concurrency - len(self._tasks) + finishing
         self._refill_wanted, self._refill_reserve_only = self._room(free)
         return self._refill_wanted
+
+    @property
+    def reserve(self) -> int:
+        """The slots kept for organizations with nothing in flight: a quarter, at most
+        RESERVED_SLOTS. Worked out from the slots as they are now: a test (or `hangar
+        worker`'s wiring) that sets `concurrency` after construction gets its own quarter,
+        not the default's 100, which with 2 slots left only reserved claims."""
+        return min(RESERVED_SLOTS, self.concurrency // 4)
 
     def _room(self, free: int) -> tuple[int, bool]:
         """How many to claim with `free` slots, and whether only for organizations with
