@@ -251,9 +251,9 @@ class Dispatcher:
     @property
     def reserve(self) -> int:
         """The slots kept for organizations with nothing in flight: a quarter, at most
-        RESERVED_SLOTS. Worked out from the slots as they are now: a test (or `hangar
-        worker`'s wiring) that sets `concurrency` after construction gets its own quarter,
-        not the default's 100, which with 2 slots left only reserved claims."""
+        RESERVED_SLOTS. Worked out from the slots as they are now: the multi-process tests
+        set `concurrency` after construction, and a reserve of the default's 100 above their
+        2 slots left them only reserved claims."""
         return min(RESERVED_SLOTS, self.concurrency // 4)
 
     def _room(self, free: int) -> tuple[int, bool]:
