@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 import uuid
 from datetime import datetime, timedelta
 
@@ -28,6 +27,7 @@ from hangar.webhooks.models import Delivery, Event, Recovery, Subscription
 from hangar.wiring.worker import Worker
 from tests.fixtures.actions import user_id
 from tests.fixtures.factories import Org
+from tests.fixtures.subprocesses import eventually
 from tests.fixtures.webhooks import Hooks, delivery_log, subscribe, subscription
 
 BOUND = 10.0  # seconds any wait here may take before the test fails
@@ -375,10 +375,7 @@ async def test_recovered_deliveries_wake_a_sleeping_worker(
         await asyncio.wait_for(worker.dispatcher.asleep.wait(), BOUND)
         answer = await recover(admin, hooks.org, sub_id, since)
         assert answer.json() == {"deliveries": 1}
-        started = time.monotonic()
-        while not hooks.receiver.requests:
-            assert time.monotonic() - started < BOUND, "the recovery did not wake the worker"
-            await asyncio.sleep(0.01)
+        await eventually(lambda: hooks.receiver.requests, BOUND, "the recovery woke no worker")
     finally:
         await worker.stop()
     assert hooks.receiver.requests[0].headers["X-Service-Event-Id"] == missed

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
@@ -41,6 +40,7 @@ from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.receivers import HOST, Receiver, https_receiver, loopback_only
+from tests.fixtures.subprocesses import eventually
 from tests.fixtures.webhooks import DATA, deliveries, subscribe
 
 BOUND = 15.0  # seconds any wait here may take before it fails
@@ -49,10 +49,7 @@ EVENT = "squawk.created"
 
 
 async def until(condition: Callable[[], object], why: str) -> None:
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < BOUND, why
-        await asyncio.sleep(0.01)
+    await eventually(condition, BOUND, why)
 
 
 async def backlog(services: Services, orgs: list[Org], count: int) -> None:
