@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import Any
 
+import aiosqlite
 import asyncpg
 import pytest
 from sqlalchemy import event, text
@@ -161,7 +163,7 @@ async def test_a_running_worker_retries_when_the_retry_is_due(
     assert await deliveries(services.engine, sub_id) == [("succeeded", 2)]
 
 
-async def test_a_claim_is_two_statements(
+async def test_a_claim_of_one_window_is_three_statements(
     services: Services,
     org: Org,
     receiver: Receiver,
@@ -172,14 +174,21 @@ async def test_a_claim_is_two_statements(
     await subscribe(services, org, receiver.url())
     await fire(services, org)
     statements: list[str] = []
-    # PostgreSQL: the claim runs on asyncpg's own connection; SQLite: through SQLAlchemy.
+    # PostgreSQL: the claim runs on asyncpg's own connection; SQLite: through SQLAlchemy,
+    # but for the walk (a `Read`, on aiosqlite's own).
     fetch = asyncpg.Connection.fetch
+    fetch_all = aiosqlite.Connection.execute_fetchall
 
     async def counted(conn: asyncpg.Connection, query: str, *args: object) -> object:
         statements.append(query)
         return await fetch(conn, query, *args)
 
+    async def counted_all(conn: aiosqlite.Connection, query: str, *args: Any) -> object:
+        statements.append(query)
+        return await fetch_all(conn, query, *args)
+
     monkeypatch.setattr(asyncpg.Connection, "fetch", counted)
+    monkeypatch.setattr(aiosqlite.Connection, "execute_fetchall", counted_all)
     listener = lambda *args: statements.append(args[2])  # noqa: E731
     event.listen(services.engine.sync_engine, "before_cursor_execute", listener)
     try:
@@ -187,7 +196,8 @@ async def test_a_claim_is_two_statements(
     finally:
         event.remove(services.engine.sync_engine, "before_cursor_execute", listener)
     assert len(claimed) == 1
-    # PostgreSQL: the subscriptions locked, then the lease taken and read with what the
-    # attempts need (a data-modifying CTE) in a statement whose snapshot follows the locks.
-    # SQLite, one writer and no data-modifying CTE: the lease, then the read.
-    assert len(statements) == 2
+    # The window's subscriptions walked (claims.Ring); then, PostgreSQL: the subscriptions
+    # locked, then the lease taken and read with what the attempts need (a data-modifying
+    # CTE) in a statement whose snapshot follows the locks. SQLite, one writer and no
+    # data-modifying CTE: the lease, then the read.
+    assert len(statements) == 3

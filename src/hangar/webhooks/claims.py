@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 from sqlalchemy import (
     Boolean,
     Integer,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.base import UTCDateTime
 from hangar.db.reads import Read
@@ -33,13 +35,16 @@ from hangar.webhooks.queue import (
     DESTINATION_MAX_IN_FLIGHT,
     MAX_IN_FLIGHT,
     ORG_MAX_IN_FLIGHT,
+    WALK_FROM_START,
     in_flight_count,
     is_due,
     is_in_flight,
     is_pending,
     subscription_cap,
+    walk_of_pending,
     with_due_work,
 )
+from hangar.webhooks.ring import Ring, Turn
 
 
 @dataclass(frozen=True)
@@ -206,10 +211,14 @@ def _turns(room: Any, now: Any, dialect: str) -> Any:
 class Claiming:
     """The claim's statements, built once: constructing them and computing their cache keys
     at every claim was a visible share of the time between a commit and its delivery (G7).
-    Bound parameters: `now`, `lease` (the new lease's end) and `slots` (how many to take);
-    `subscriptions` for PostgreSQL's `lease_and_read`, `ids` for SQLite's `read`. PostgreSQL's
-    are `Read`s, run on asyncpg's own connection: through SQLAlchemy, each statement cost the
-    worker more than the database did.
+    Bound parameters: `now`, `lease` (the new lease's end), `slots` (how many to take) and
+    `walked` (the window's subscriptions, from `walk`); `subscriptions` for PostgreSQL's
+    `lease_and_read`, `ids` for SQLite's `read`. PostgreSQL's are `Read`s, run on asyncpg's
+    own connection: through SQLAlchemy, each statement cost the worker more than the
+    database did.
+
+    A claim looks at one window of subscriptions at a time (`Ring`), so that its statements
+    cost what the window holds however many subscriptions have work.
 
     PostgreSQL, where any number of workers claim at once, in one transaction:
     1. `lock`: the subscriptions with due work and room under their cap, locked
@@ -233,9 +242,16 @@ class Claiming:
         table = Delivery.__table__
         subscriptions = Subscription.__table__
         cap = subscription_cap(subscriptions)
+        # The window's subscriptions (`walked`), found by `walk` (`after`, `window`).
+        self.walk: Read[dict[str, Any]] = Read(walk_of_pending())
+        walked = (
+            bindparam("walked", type_=ARRAY(Uuid()))
+            if dialect == "postgresql"
+            else bindparam("walked", expanding=True)
+        )
         self.lock: Read[dict[str, Any]] | None = None
         if dialect == "postgresql":
-            waiting = with_due_work(now, dialect)
+            waiting = with_due_work(now, dialect, walked)
             # The census joined to the subscriptions walked, not to the whole table.
             joined, org_busy, destination_busy = _shares(waiting, _census(now))
             # Which subscriptions, in turn across organizations; ranked apart from the lock
@@ -286,7 +302,7 @@ class Claiming:
                 .cte("room")
             )
         else:
-            waiting = with_due_work(now, dialect)
+            waiting = with_due_work(now, dialect, walked)
             joined, org_busy, destination_busy = _shares(waiting, _census(now))
             room = (
                 select(
@@ -370,3 +386,48 @@ class Claiming:
             .scalar_subquery()
             .label("lease"),
         )
+
+    async def take(
+        self,
+        conn: AsyncConnection | asyncpg.Connection,
+        ring: Ring,
+        slots: int,
+        times: dict[str, object],
+    ) -> list[dict[str, Any]]:
+        """Leases up to `slots` due deliveries, a window of `ring` at a time, in the
+        transaction `conn` is in (asyncpg's own on PostgreSQL): the rows of `Claimed` but its
+        lease."""
+        turn = ring.turn or Turn(ring)
+        taken: list[dict[str, Any]] = []
+        for _ in range(ring.windows_per_claim):
+            window = {"after": ring.after or WALK_FROM_START, "window": ring.window}
+            found = [row["id"] for row in await self.walk.rows(conn, window)]
+            ring.walked(found)
+            walked = turn.clip(found)
+            if walked:
+                taken += await self._lease(conn, walked, slots - len(taken), times)
+            if turn.done or len(taken) >= slots:
+                break
+        ring.turn = None if turn.done or len(taken) >= slots else turn
+        return taken
+
+    async def _lease(
+        self,
+        conn: AsyncConnection | asyncpg.Connection,
+        walked: list[uuid.UUID],
+        slots: int,
+        times: dict[str, object],
+    ) -> list[dict[str, Any]]:
+        """Up to `slots` due deliveries of the `walked` subscriptions, leased."""
+        params = {**times, "slots": slots, "walked": walked}
+        if self.lock is not None and self.lease_and_read is not None:
+            assert not isinstance(conn, AsyncConnection)  # PostgreSQL: asyncpg's own
+            locked = [row["id"] for row in await self.lock.rows(conn, params)]
+            if not locked:
+                return []
+            return await self.lease_and_read.rows(conn, {**params, "subscriptions": locked})
+        assert isinstance(conn, AsyncConnection)  # SQLite's is always SQLAlchemy's
+        ids = (await conn.scalars(self.lease, params)).all()
+        if not ids:
+            return []
+        return [dict(row._mapping) for row in await conn.execute(self.read, {"ids": ids})]

@@ -54,6 +54,7 @@ from hangar.webhooks.queue import (
 )
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.retries import outcome_of
+from hangar.webhooks.ring import Ring
 from hangar.webhooks.sender import AttemptResult, Sender
 from hangar.webhooks.signing import envelope, headers
 
@@ -113,6 +114,7 @@ class Dispatcher:
         self._refill_wanted = 0  # what the batch being written asked to claim
         self._refill_reserve_only = False
         self._claiming = Claiming(engine.dialect.name)
+        self._ring = Ring()
 
     # --- the loop -------------------------------------------------------------------
 
@@ -147,8 +149,10 @@ class Dispatcher:
                     claimed = await self.claim(want, reserve_only=reserve_only)
                     for delivery in claimed:
                         self._start(delivery)
-                    if len(claimed) == want:
-                        continue  # more may be due; with no slot left, the next turn sleeps
+                    if len(claimed) == want or self._ring.unfinished:
+                        # More may be due (or further round the ring); with no slot left,
+                        # the next turn sleeps.
+                        continue
                 # With attempts under way, each that ends wakes the loop, and so does each
                 # retry this dispatcher scheduled when it is due: only an idle loop asks the
                 # database when to look again (for other workers' retries and dead leases).
@@ -221,23 +225,11 @@ class Dispatcher:
             reserve_only = self._refill_reserve_only
         now = self._clock.now()
         lease_until = now + self.lease
-        times = {"now": now, "lease": lease_until, "slots": slots, "reserve_only": reserve_only}
-        statements = self._claiming
-        if statements.lock is not None and statements.lease_and_read is not None:
-            pg = conn
-            if isinstance(pg, AsyncConnection):
-                pg = (await pg.get_raw_connection()).driver_connection
-            locked = [row["id"] for row in await statements.lock.rows(pg, times)]
-            if not locked:
-                return []
-            rows = await statements.lease_and_read.rows(pg, {**times, "subscriptions": locked})
-            return [Claimed(**row, lease_until=lease_until) for row in rows]
-        assert isinstance(conn, AsyncConnection)  # SQLite's is always SQLAlchemy's
-        ids = (await conn.scalars(statements.lease, times)).all()
-        if not ids:
-            return []
-        found = (await conn.execute(statements.read, {"ids": ids})).all()
-        return [Claimed(**row._mapping, lease_until=lease_until) for row in found]
+        times = {"now": now, "lease": lease_until, "reserve_only": reserve_only}
+        if isinstance(conn, AsyncConnection) and self._claiming.lock is not None:
+            conn = (await conn.get_raw_connection()).driver_connection
+        rows = await self._claiming.take(conn, self._ring, slots, times)
+        return [Claimed(**row, lease_until=lease_until) for row in rows]
 
     # --- refilling the slots of recorded outcomes (the rest of records.Refill) ---------
 
@@ -266,7 +258,7 @@ class Dispatcher:
     def refilled(self, found: list[Claimed] | None) -> None:
         for delivery in found or ():
             self._start(delivery)
-        if found is None or len(found) == self._refill_wanted:
+        if found is None or len(found) == self._refill_wanted or self._ring.unfinished:
             self.kick()  # not refilled, or more may be due: the loop claims
 
     # --- one attempt ----------------------------------------------------------------

@@ -11,10 +11,26 @@ across every worker on every machine.
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, case, func, literal_column, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    String,
+    Uuid,
+    any_,
+    bindparam,
+    case,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    true,
+)
 
 from hangar.webhooks.models import Delivery, Subscription
 
@@ -97,57 +113,95 @@ def in_flight_count(subscription_id: Any, now: Any) -> Any:
     )
 
 
-def with_due_work(now: Any, dialect: str) -> Any:
-    """Every subscription with pending deliveries, found by a skip scan of the queue index
-    (one probe per subscription, however long its backlog), with how many attempts it has in
-    flight, when its oldest due delivery became due (NULL: nothing due now), and what the
-    claim shares by: its organization, its destination and its cap."""
+def _next_pending(q: Any, previous: Any) -> Any:
+    """The first subscription, after `previous` (None: from the start), with a pending
+    delivery: one probe of the queue index, however long a backlog it steps over."""
+    step = select(q.c.subscription_id).where(is_pending(q))
+    if previous is not None:
+        step = step.where(q.c.subscription_id > previous)
+    # The queue index's own order: ordered by subscription alone, the planner may take the
+    # index of every delivery instead, and step over each subscription's finished deliveries
+    # (millions, within retention) to find the next pending one.
+    return step.order_by(q.c.subscription_id, q.c.next_attempt_at).limit(1).scalar_subquery()
+
+
+# Where a walk of the subscriptions from the start begins: below every subscription's id
+# (hangar's are random or time-ordered UUIDs, never the nil one).
+WALK_FROM_START = uuid.UUID(int=0)
+
+
+def walk_of_pending() -> Select[Any]:
+    """The ids of the next subscriptions with pending deliveries, in id order: at most
+    `window` (a bound parameter) of them, after `after` (WALK_FROM_START: from the first).
+    Each is one probe of the queue index (a skip scan), so a walk costs what it returns,
+    however many subscriptions have work beyond it."""
     q = Delivery.__table__.alias("q")
+    after = bindparam("after", type_=Uuid())
+    window = bindparam("window", type_=Integer())
+    first = select(_next_pending(q, after).label("id"), literal(1, Integer).label("n"))
+    walk = first.cte("walk", recursive=True)
+    walk = walk.union_all(
+        select(_next_pending(q, walk.c.id), walk.c.n + 1).where(
+            walk.c.id.is_not(None), walk.c.n < window
+        )
+    )
+    return select(walk.c.id).where(walk.c.id.is_not(None)).order_by(walk.c.n)
 
-    def after(previous: Any) -> Any:
-        step = select(q.c.subscription_id).where(is_pending(q))
-        if previous is not None:
-            step = step.where(q.c.subscription_id > previous)
-        # The queue index's own order: ordered by subscription alone, the planner may take
-        # the index of every delivery instead, and step over each subscription's finished
-        # deliveries (millions, within retention) to find the next pending one.
-        return step.order_by(q.c.subscription_id, q.c.next_attempt_at).limit(1).scalar_subquery()
 
-    walk = select(after(None).label("id")).cte("walk", recursive=True)
-    walk = walk.union_all(select(after(walk.c.id)).where(walk.c.id.is_not(None)))
+def with_due_work(now: Any, dialect: str, among: Any = None) -> Any:
+    """Subscriptions with pending deliveries, with how many attempts each has in flight, when
+    its oldest due delivery became due (NULL: nothing due now), and what the claim shares by:
+    its organization, its destination and its cap. `among` (a bound list of ids) limits it to
+    those subscriptions, as the claim's window does; without it, every subscription with
+    pending deliveries is found by a skip scan of the queue index (one probe per
+    subscription, however long its backlog)."""
     head = Delivery.__table__.alias("head")
+    walked: Any
+    sub: Any
+    if among is not None:
+        s = Subscription.__table__.alias("among")
+        listed = s.c.id == any_(among) if dialect == "postgresql" else s.c.id.in_(among)
+        walked = sub = source = (
+            select(s.c.id, s.c.org_id, s.c.destination, s.c.timing_out_since)
+            .where(listed)
+            .cte("walk")
+        )
+    else:
+        q = Delivery.__table__.alias("q")
+        walk = select(_next_pending(q, None).label("id")).cte("walk", recursive=True)
+        walked = walk.union_all(select(_next_pending(q, walk.c.id)).where(walk.c.id.is_not(None)))
+        s = Subscription.__table__.alias("walked")
+        sub, source = s, walked.join(s, s.c.id == walked.c.id)
+        if dialect == "postgresql":
+            # Looked up by primary key for each subscription walked: LIMIT keeps PostgreSQL
+            # from hashing the whole table instead, which cost more than the walk when a few
+            # of many subscriptions have work (the statement is planned before the walk's
+            # size is known).
+            sub = (
+                select(s.c.org_id, s.c.destination, s.c.timing_out_since)
+                .where(s.c.id == walked.c.id)
+                .limit(1)
+                .lateral("walked_to")
+            )
+            source = walked.join(sub, true())
     oldest_due = (
         select(head.c.next_attempt_at)
-        .where(head.c.subscription_id == walk.c.id, is_due(now, head))
+        .where(head.c.subscription_id == walked.c.id, is_due(now, head))
         .order_by(head.c.subscription_id, head.c.next_attempt_at)  # the queue index's order
         .limit(1)
         .scalar_subquery()
     )
-    s = Subscription.__table__.alias("walked")
-    sub: Any = s
-    source = walk.join(s, s.c.id == walk.c.id)
-    if dialect == "postgresql":
-        # Looked up by primary key for each subscription walked: LIMIT keeps PostgreSQL from
-        # hashing the whole table instead, which cost more than the walk when a few of many
-        # subscriptions have work (the statement is planned before the walk's size is known).
-        sub = (
-            select(s.c.org_id, s.c.destination, s.c.timing_out_since)
-            .where(s.c.id == walk.c.id)
-            .limit(1)
-            .lateral("walked_to")
-        )
-        source = walk.join(sub, true())
     found = (
         select(
-            walk.c.id.label("subscription_id"),
-            in_flight_count(walk.c.id, now).label("busy"),
+            walked.c.id.label("subscription_id"),
+            in_flight_count(walked.c.id, now).label("busy"),
             oldest_due.label("head"),
             sub.c.org_id,
             sub.c.destination,
             subscription_cap(sub).label("cap"),
         )
         .select_from(source)
-        .where(walk.c.id.is_not(None))
+        .where(walked.c.id.is_not(None))
         .cte("with_due_work")
     )
     # Worked out once per statement, however often the claim refers to it.

@@ -1,0 +1,134 @@
+"""A claim looks at the subscriptions with pending deliveries a window at a time, round a
+ring in id order, so its statements cost what a window holds however many subscriptions have
+work (bench G16). Here the window is two subscriptions wide: each claim goes on from where
+the last stopped, passes over windows with nothing to take, and every subscription with
+work is looked at once per turn of the ring."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import update
+
+from hangar.webhooks import catalogue
+from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.models import Delivery
+from hangar.webhooks.queue import LEASE
+from hangar.webhooks.ring import Ring, Turn
+from tests.fixtures.webhooks import Hooks, fire, subscribe
+
+SUBSCRIPTIONS = 6
+
+
+def narrow(hooks: Hooks, windows_per_claim: int = 4) -> Dispatcher:
+    """A dispatcher whose ring's window is two subscriptions wide."""
+    work = hooks.dispatcher()
+    work._ring = Ring(window=2, windows_per_claim=windows_per_claim)
+    return work
+
+
+@pytest.fixture
+async def ring(hooks: Hooks) -> list[uuid.UUID]:
+    """Six subscriptions with one due delivery each, in the ring's order (their ids')."""
+    subs = [
+        await subscribe(hooks.services, hooks.org, hooks.receiver.url(f"/{n}"))
+        for n in range(SUBSCRIPTIONS)
+    ]
+    await fire(hooks.services, hooks.org, catalogue.SQUAWK_CREATED)
+    return sorted(subs)
+
+
+async def lease_now(hooks: Hooks, subs: list[uuid.UUID]) -> None:
+    """The deliveries of `subs` in flight: another worker holds them."""
+    async with hooks.services.engine.begin() as conn:
+        await conn.execute(
+            update(Delivery)
+            .where(Delivery.subscription_id.in_(subs))
+            .values(lease_until=hooks.clock.now() + LEASE)
+        )
+
+
+async def taken(work: Dispatcher, slots: int = 50) -> list[uuid.UUID]:
+    return sorted(d.subscription_id for d in await work.claim(slots))
+
+
+async def test_each_claim_goes_on_round_the_ring_from_where_the_last_stopped(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    work = narrow(hooks, windows_per_claim=1)
+
+    # One window a claim: two subscriptions each, in order, though there are slots for all.
+    assert await taken(work) == ring[0:2]
+    assert await taken(work) == ring[2:4]
+    assert await taken(work) == ring[4:6]
+    # Round again: everything is in flight now.
+    assert await taken(work) == []
+
+
+async def test_a_claim_passes_over_windows_with_nothing_to_take(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    await lease_now(hooks, ring[0:4])
+    # The first two windows hold only attempts in flight: the claim walks on to the third.
+    assert await taken(narrow(hooks)) == ring[4:6]
+
+
+async def test_a_claim_stopped_at_its_windows_leaves_the_rest_to_the_next_claim(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    await lease_now(hooks, ring[0:4])
+    work = narrow(hooks, windows_per_claim=2)
+
+    assert await taken(work) == []
+    # Said, so that the dispatcher claims again at once rather than sleeping.
+    assert work._ring.unfinished
+    # The next goes on with the same turn, to the end of the ring, where it began.
+    assert await taken(work) == ring[4:6]
+    assert not work._ring.unfinished  # round the whole ring: now the dispatcher may sleep
+    # A new turn from the start finds nothing in two windows, and the next ends it.
+    assert await taken(work) == []
+    assert work._ring.unfinished
+    assert await taken(work) == []
+    assert not work._ring.unfinished
+
+
+async def test_a_claim_that_began_mid_ring_goes_round_to_where_it_began_and_no_further(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    work = narrow(hooks)
+    first = await taken(work, slots=1)  # one of the first window's two; the claim ends there
+    assert len(first) == 1
+    assert first[0] in ring[0:2]
+
+    # From ring[2] to the end, then from the start up to ring[1]: each looked at once.
+    assert await taken(work) == sorted(set(ring) - set(first))
+    assert await taken(work) == []
+
+
+@pytest.mark.parametrize(
+    ("began", "windows", "looked_at"),
+    [
+        # From the start: done at the first window that is not full (the end).
+        (None, [[1, 2], [3]], [[1, 2], [3]]),
+        (None, [[]], [[]]),
+        # From 3: to the end, then from the start up to 3 (inclusive: not yet looked at).
+        (3, [[4, 5], [6], [1, 2], [3, 4]], [[4, 5], [6], [1, 2], [3]]),
+        (3, [[4], [1, 2], [3, 4]], [[4], [1, 2], [3]]),
+        # Fewer than a window in all: the walk from the start is short, so done there.
+        (3, [[], [1]], [[], [1]]),
+    ],
+)
+def test_a_turn_looks_at_each_subscription_once(
+    began: int | None, windows: list[list[int]], looked_at: list[list[int]]
+) -> None:
+    ids = {n: uuid.UUID(int=n) for n in range(1, 7)}
+    ring = Ring(window=2)
+    ring.after = ids[began] if began is not None else None
+    turn = Turn(ring)
+    seen = []
+    for window in windows:
+        assert not turn.done
+        seen.append([i.int for i in turn.clip([ids[n] for n in window])])
+    assert turn.done
+    assert seen == looked_at
