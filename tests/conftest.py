@@ -22,6 +22,7 @@ from hangar.foundation.config import Settings
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from tests.fixtures.clients import role_client, signed_in_client
+from tests.fixtures.command_server import stop_command_server
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
@@ -60,6 +61,14 @@ def production_hasher() -> Iterator[PasswordHasher]:
     passwords._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
     yield production
     passwords._hasher = production
+
+
+@pytest.fixture(scope="session", autouse=True)
+def command_server_stopped() -> Iterator[None]:
+    """The `hangar` command server of this worker (tests/fixtures/command_server.py), which
+    its first command starts, stops with the session."""
+    yield
+    stop_command_server()
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
-"""The `hangar` command line (interfaces.md §1), run as real subprocesses through the
-installed entry point against one fresh SQLite database for this module.
+"""The `hangar` command line (interfaces.md §1), run as subprocesses (forked from the command
+server, tests/fixtures/command_server.py; the installed entry point itself at the end) against
+one fresh SQLite database for this module.
 
 Commands that create something print one JSON object on stdout and exit 0; on error they print
 a one-line reason on stderr, nothing on stdout, and exit non-zero. Independent invocations run
-concurrently to keep the module quick: every process pays for importing the app.
+concurrently to keep the module quick.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 from alembic.script import ScriptDirectory
 from sqlalchemy import func, insert, inspect, select, text
 
+from hangar import __version__
 from hangar.db.migrate import alembic_config
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.foundation.ids import new_id
@@ -566,6 +568,9 @@ async def test_jobs_run_retention_prunes_now_and_prints_what_it_deleted(cli: Cli
     assert await kept(cli.engine, recent) == recent.rows
 
 
-def test_the_entry_point_is_the_installed_command() -> None:
+async def test_the_entry_point_is_the_installed_command(cli: Cli) -> None:
     assert ENTRY_POINT.exists(), f"{ENTRY_POINT}: install the project (pip install -e .)"
     assert "hangar.cli" in ENTRY_POINT.read_text()
+    # Exec'd for real, not forked from the command server: the installed command works.
+    ran = await cli.run("--version", real=True)
+    assert (ran.code, ran.stdout, ran.stderr) == (0, f"hangar {__version__}\n", "")
