@@ -360,9 +360,6 @@ def hooks(
 
     from bench import webhooks
     from bench.setup import SECRET, create_pg_database, hangar, hangar_env, vacuum_queue
-
-    if smoke:  # endpoints that time out do so in a second (bench.webhooks.attempt_timeout_s)
-        webhooks.attempt_timeout_s = 1.0
     from hangar.foundation.config import Settings
     from hangar.webhooks.queue import MAX_IN_FLIGHT
 
@@ -371,6 +368,8 @@ def hooks(
     hangar(hangar_env(database_url, None), "db", "upgrade")
     vacuum = lambda: asyncio.run(vacuum_queue(database_url))  # noqa: E731
     settings = Settings(database_url=database_url, secret_key=SECRET)
+    if smoke:  # endpoints that time out do so in a second (bench.webhooks.attempt_timeout_s)
+        webhooks.attempt_timeout_s = 1.0
     if g6:
         events = 5 if smoke else 20 if quick else 1000
         log(f"G6: {events} events x 10 subscriptions, {label}")
