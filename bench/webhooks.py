@@ -657,8 +657,7 @@ async def many_tenants(settings: Settings, orgs: int, per_org: int, port: int) -
                 org_id = await _org(engine, f"Bench Hooks G16 {n}")
                 await subscribe(services, org_id, [rx.url(f"/g16/{n}")])
                 made.append(org_id)
-            for org_id in made:
-                await backlog(settings, org_id, per_org)
+            await backlogs(settings, made, per_org)
             await worker.start()
             began = datetime.now(UTC)
             async with engine.begin() as conn:
