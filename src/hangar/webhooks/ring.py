@@ -25,7 +25,10 @@ WINDOWS_PER_CLAIM = 4
 
 
 class Ring:
-    """One dispatcher's place in the ring, and the turn its claims are on."""
+    """One dispatcher's place in the ring, and the turn its claims are on. The loop's claim
+    and a batch of outcomes' refill may walk at once: at worst both look at one window, and
+    the leases (SKIP LOCKED on PostgreSQL, one writer on SQLite) keep them from taking the
+    same delivery; a refill that fills its slots kicks the loop, which claims again."""
 
     def __init__(self, window: int = WINDOW, windows_per_claim: int = WINDOWS_PER_CLAIM) -> None:
         self.window = window
