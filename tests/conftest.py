@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
 from hangar.auth import passwords
+from hangar.db import key_check
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade_async
 from hangar.foundation.config import Settings
@@ -71,17 +72,27 @@ def command_server_stopped() -> Iterator[None]:
     stop_command_server()
 
 
+async def started(url: str) -> str:
+    """`url` as hangar's first process leaves it: migrated, the tests' key recorded."""
+    await upgrade_async(url)
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await key_check.record(conn, SECRET, FakeClock().now())
+    finally:
+        await engine.dispose()
+    return url
+
+
 @pytest.fixture(scope="session")
 async def database_url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """A fresh database for this run, migrated to head by the real migrations."""
+    """A fresh database for this run, migrated to head by the real migrations, as hangar's
+    first process leaves it."""
     if not PG_URL:
-        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'hangar.db'}"
-        await upgrade_async(url)
-        yield url
+        yield await started(f"sqlite:///{tmp_path_factory.mktemp('db') / 'hangar.db'}")
         return
     async with scratch_database(PG_URL, "hangar_test") as url:
-        await upgrade_async(url)
-        yield url
+        yield await started(url)
 
 
 @pytest.fixture

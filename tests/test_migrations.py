@@ -796,3 +796,27 @@ async def test_0016_adds_recover_and_the_disabled_notices_and_goes_back(
             assert "ix_events_org_created_at" not in await conn.run_sync(names, "indexes", "events")
             kept = (await conn.execute(sa.select(deliveries.c.id, deliveries.c.status))).one()
             assert tuple(kept) == (delivery, "failed")
+
+
+async def test_0017_adds_the_secret_key_check_empty_and_goes_back(blank_database_url: str) -> None:
+    """0017 (issue 40): a new, empty table (the first process to start fills it), which the
+    way back drops."""
+    url = blank_database_url
+    checks = sa.table(
+        "secret_key_checks",
+        sa.column("id", sa.Integer()),
+        sa.column("fingerprint", sa.String()),
+        sa.column("set_at", UTCDateTime()),
+    )
+
+    def tables(sync: Any) -> set[str]:
+        return set(sa.inspect(sync).get_table_names())
+
+    async with at_revision(url, "0016") as engine:
+        await upgrade_async(url, "0017")
+        async with engine.begin() as conn:
+            assert await conn.scalar(sa.select(sa.func.count()).select_from(checks)) == 0
+            await conn.execute(sa.insert(checks).values(id=1, fingerprint="f" * 64, set_at=T))
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0016")
+        async with engine.connect() as conn:
+            assert "secret_key_checks" not in await conn.run_sync(tables)

@@ -209,8 +209,17 @@ async def test_another_key_is_refused_unless_allowed(cli: Cli, made: Path, tmp_p
     previous = into(cli, tmp_path, key=NEW_KEY, HANGAR_SECRET_KEY_PREVIOUS=SECRET)
     assert (await previous.run("restore", str(made))).json()["webhook_secrets"] == "readable"
     forced = into(cli, tmp_path / "b", key=NEW_KEY)
-    allowed = (await forced.run("restore", "--allow-other-key", str(made))).json()
-    assert allowed["webhook_secrets"] == "unreadable"
+    allowed = await forced.run("restore", "--allow-other-key", str(made))
+    assert allowed.json()["webhook_secrets"] == "unreadable"
+    assert "the database now names HANGAR_SECRET_KEY as its key" in allowed.stderr
+    # The backup's key is given up: processes with the new key start (issue 40's key check),
+    # and one with the backup's key no longer does.
+    assert (await forced.run("db", "upgrade")).code == 0
+    backups_key = into(cli, tmp_path / "b")
+    assert (
+        "is not the key this database's secrets"
+        in (await backups_key.run("db", "upgrade")).refused()
+    )
 
 
 async def test_a_new_sqlite_file_without_a_key_names_the_key_file(

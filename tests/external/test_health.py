@@ -24,6 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.app import create_app
+from hangar.db import key_check
 from hangar.db.engine import make_engine
 from hangar.db.migrate import code_revisions, upgrade_async
 from hangar.http.health import liveness, readiness
@@ -125,7 +126,12 @@ async def test_ready_when_the_stores_answer_and_the_migrations_are_at_head(
     assert response.status_code == 200, response.text
     assert response.json() == {
         "status": "ready",
-        "checks": {"database": "ok", "migrations": "ok", "redis": REDIS_STATE},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "secret_key": "ok",
+            "redis": REDIS_STATE,
+        },
     }
 
 
@@ -170,6 +176,35 @@ async def test_not_ready_when_a_newer_release_migrated_the_database(
     assert "9999" in response.json()["detail"]
 
 
+async def test_not_ready_once_the_database_records_a_key_this_process_does_not_hold(
+    services: Services, blank_engine: tuple[str, AsyncEngine]
+) -> None:
+    """A reseal run with a new key while this process holds only the old one: it can no
+    longer open what the others seal (issue 40)."""
+    url, engine = blank_engine
+    await upgrade_async(url)
+    before = await health_of(replace(services, engine=engine), READY)
+    assert before.status_code == 200, before.text
+    assert before.json()["checks"]["secret_key"] == "not checked"  # no process recorded one
+
+    async with engine.begin() as conn:
+        await key_check.record(conn, services.settings.secret_key, services.clock.now())
+    mine = await health_of(replace(services, engine=engine), READY)
+    assert mine.json()["checks"]["secret_key"] == "ok"
+
+    async with engine.begin() as conn:
+        await key_check.record(conn, "a-key-this-process-lacks-" + "x" * 32, services.clock.now())
+    response = await health_of(replace(services, engine=engine), READY)
+    assert_not_ready(response, database="ok", migrations="ok", secret_key="wrong key")
+    assert "HANGAR_SECRET_KEY" in response.json()["detail"]
+    # Listed as a previous key (mid-rotation), it is held again.
+    rotated = replace(
+        services.settings, previous_secret_keys=("a-key-this-process-lacks-" + "x" * 32,)
+    )
+    held = await health_of(replace(services, engine=engine, settings=rotated), READY)
+    assert held.status_code == 200, held.text
+
+
 async def test_not_ready_naming_the_database_when_it_is_unreachable(
     services: Services, dead_engine: AsyncEngine
 ) -> None:
@@ -196,7 +231,12 @@ async def test_ready_reporting_redis_when_it_is_configured_and_unreachable(
     assert response.status_code == 200, response.text
     assert response.json() == {
         "status": "ready",
-        "checks": {"database": "ok", "migrations": "ok", "redis": "unreachable"},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "secret_key": "ok",
+            "redis": "unreachable",
+        },
     }
     if REDIS_URL:
         assert (await health_of(services, READY)).status_code == 200
@@ -234,7 +274,12 @@ async def test_a_hanging_redis_does_not_hang_the_probe(
     assert time.monotonic() - started < 2  # the probe's 0.2 s, not the hang's forever
     assert response.status_code == 200
     body = orjson.loads(bytes(response.body))
-    assert body["checks"] == {"database": "ok", "migrations": "ok", "redis": "timed out"}
+    assert body["checks"] == {
+        "database": "ok",
+        "migrations": "ok",
+        "secret_key": "ok",
+        "redis": "timed out",
+    }
 
 
 async def test_health_answers_within_its_bound_when_both_stores_hang(

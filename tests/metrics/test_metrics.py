@@ -206,7 +206,7 @@ async def test_deliveries_are_counted_by_event_and_outcome(
         clock.advance(seconds=3)
         assert await dispatcher(services, sender).run_once() == 9
     at_once = await scrape(client)
-    clock.advance(seconds=7)  # the six retries came due 2 s after their attempts
+    clock.advance(seconds=7)  # the five retries came due 2 s after their attempts
     later = await scrape(client)
 
     assert [r.path for r in receiver.requests].count("/other") == 0
@@ -220,17 +220,18 @@ async def test_deliveries_are_counted_by_event_and_outcome(
         (attempts, labels(event="reservation.confirmed", outcome="connection_error")): 1,
         (attempts, labels(event="reservation.cancelled", outcome="url_refused")): 1,
         (attempts, labels(event="aircraft.grounded", outcome="tls_error")): 1,
-        (attempts, labels(event="aircraft.reactivated", outcome="secret_unreadable")): 1,
         (attempts, labels(event="mel.expired", outcome="http_error")): 1,
         (finished, labels(event="squawk.created", status="succeeded")): 1,
         (finished, labels(event="mel.created", status="skipped")): 1,
         (finished, labels(event="mel.expired", status="failed")): 1,
-        # Seven first attempts, each 3 s after its event (the clock is the test's).
-        ("hangar_webhook_first_attempt_delay_seconds_count", ()): 7,
-        ("hangar_webhook_first_attempt_delay_seconds_sum", ()): 21.0,
+        # The secret no key opens: no attempt, not the endpoint's failure (issue 40).
+        ("hangar_webhook_deliveries_held_total", labels(reason="secret_unreadable")): 1,
+        # Six first attempts, each 3 s after its event (the clock is the test's).
+        ("hangar_webhook_first_attempt_delay_seconds_count", ()): 6,
+        ("hangar_webhook_first_attempt_delay_seconds_sum", ()): pytest.approx(18.0),
         ("hangar_webhook_subscriptions_auto_disabled_total", ()): 1,
-        # Read from the database at the scrape: six retries wait, none due yet; the
-        # disabled one and the auto-disabled one are now disabled.
+        # Read from the database at the scrape: five retries and the held delivery wait,
+        # none due yet; the disabled one and the auto-disabled one are now disabled.
         ("hangar_webhook_deliveries_pending", ()): 6,
         ("hangar_webhook_subscriptions_disabled", ()): 2,
     }

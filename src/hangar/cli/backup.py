@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Annotated
@@ -10,11 +11,15 @@ import typer
 
 from hangar.cli.common import emit, fail, settings
 from hangar.db import backup as backups
-from hangar.db.backup import BackupError, Keys, Manifest, without_password
-from hangar.db.migrate import code_revisions
+from hangar.db import key_check
+from hangar.db.backup import BackupError, Manifest, without_password
+from hangar.db.engine import make_engine
+from hangar.db.key_check import Keys
+from hangar.db.migrate import code_revisions, upgrade
 from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import DEFAULT_DATABASE_URL, ConfigError, previous_secret_keys
 from hangar.foundation.sqlite_files import sqlite_path
+from hangar.http.access_log import redact
 
 BackupPath = Annotated[
     Path, typer.Argument(metavar="PATH", help="The backup file to write; its folder must exist")
@@ -107,7 +112,18 @@ def restore(
         if target is not None and made and target.is_file() and not target.stat().st_size:
             target.unlink()
         fail(str(exc))
-    migrate = set(manifest.revisions) != code_revisions().heads
+    readable = manifest.key_fingerprint in keys.fingerprints()
+    if not readable:
+        # --allow-other-key: the backup's key is given up. Its record would keep every
+        # process from starting (hangar.wiring.secret_key), so the database now records this
+        # one, at this release's schema, which holds the record.
+        assert keys.current is not None  # --allow-other-key read the settings
+        _record_key(url, keys.current)
+        progress(
+            "the backup's webhook secrets stay unreadable: the database now names "
+            "HANGAR_SECRET_KEY as its key (migrated to this release to hold it)"
+        )
+    migrate = set(manifest.revisions) != code_revisions().heads and readable
     if migrate:
         progress("the backup's schema is older: `hangar serve` migrates it as it starts")
     emit(
@@ -116,11 +132,26 @@ def restore(
             "database": without_password(url),
             **summary(manifest),
             "migrate": migrate,
-            "webhook_secrets": "readable"
-            if manifest.key_fingerprint in keys.fingerprints()
-            else "unreadable",
+            "webhook_secrets": "readable" if readable else "unreadable",
         }
     )
+
+
+def _record_key(url: str, secret_key: str) -> None:
+    async def main() -> None:
+        engine = make_engine(url, pool_size=1)
+        try:
+            async with engine.begin() as conn:
+                await key_check.record(conn, secret_key, SystemClock().now())
+        finally:
+            await engine.dispose()
+
+    try:
+        upgrade(url)
+        asyncio.run(main())
+    except Exception as exc:
+        error = f"{exc.__class__.__name__}: {redact(str(exc))}".splitlines()[0]
+        fail(f"restored, but recording HANGAR_SECRET_KEY as the database's key failed ({error})")
 
 
 def _restore_keys(allow_other_key: bool) -> tuple[str, Keys]:

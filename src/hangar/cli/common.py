@@ -16,11 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.engine import make_engine
 from hangar.db.migrate import upgrade
+from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import ConfigError, LogFormat, Settings, load_settings, log_format
 from hangar.http.access_log import redact
 from hangar.kit.errors import ApiError
 from hangar.logs.formats import failure
 from hangar.orgs.capabilities import ROLE_NAMES
+from hangar.wiring.secret_key import WrongSecretKey, check_secret_key
 
 T = TypeVar("T")
 
@@ -63,7 +65,8 @@ def settings() -> Settings:
 
 
 def migrated_settings() -> Settings:
-    """Settings for a database at the newest schema (migrating is idempotent and quick)."""
+    """Settings for a database at the newest schema (migrating is idempotent and quick),
+    whose secrets this process's HANGAR_SECRET_KEY opens (hangar.wiring.secret_key)."""
     current = settings()
     try:
         upgrade(current.database_url)
@@ -74,7 +77,20 @@ def migrated_settings() -> Settings:
             f"cannot migrate the database ({error}); check that it is up and reachable and that "
             "HANGAR_DATABASE_URL names it"
         )
+    try:
+        asyncio.run(_checked_key(current))
+    except WrongSecretKey as exc:
+        fail(str(exc))
     return current
+
+
+async def _checked_key(current: Settings) -> None:
+    engine = make_engine(current.database_url, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            await check_secret_key(conn, current, SystemClock().now())
+    finally:
+        await engine.dispose()
 
 
 def run_in_transaction(current: Settings, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:

@@ -7,7 +7,9 @@ import asyncio
 import typer
 
 from hangar.cli.common import command_group, emit, fail, migrated_settings
+from hangar.db import key_check
 from hangar.db.engine import make_engine
+from hangar.foundation.clock import SystemClock
 from hangar.webhooks.service import Resealed, reseal_secrets
 
 secrets_app = command_group("The secrets sealed with HANGAR_SECRET_KEY.")
@@ -23,7 +25,9 @@ Safe while hangar serves and delivers: it works in batches of short transactions
 subscription created or deleted meanwhile is left as it is. Running it again changes nothing.
 The secrets themselves stay the same, so receivers notice nothing; deleted subscriptions are
 resealed too, so the old key opens nothing in a later copy of the database, and so is the
-previous secret of a subscription whose secret was rotated (it signs during the grace).
+previous secret of a subscription whose secret was rotated (it signs during the grace). Once
+no live secret needs an older key, the database records the current key as the one its
+secrets are sealed with: from then on a process holding only an older key refuses to start.
 
 Progress goes to stderr. One JSON object on stdout counts the secrets resealed, those already
 sealed with the current key, and those no key opens (listed by subscription and organization
@@ -47,7 +51,13 @@ def secrets_reseal() -> None:
         # One connection: one short transaction at a time.
         engine = make_engine(current.database_url, pool_size=1)
         try:
-            return await reseal_secrets(engine, current, progress=_progress)
+            found = await reseal_secrets(engine, current, progress=_progress)
+            if not found.blocking:
+                # No live secret needs an older key now: processes holding only an older
+                # key must not start (hangar.wiring.secret_key).
+                async with engine.begin() as conn:
+                    await key_check.record(conn, current.secret_key, SystemClock().now())
+            return found
         finally:
             await engine.dispose()
 

@@ -38,8 +38,8 @@ from sqlalchemy.exc import DBAPIError
 
 from hangar import __version__
 from hangar.db.engine import make_engine
+from hangar.db.key_check import Keys, fingerprint
 from hangar.db.migrate import code_revisions
-from hangar.foundation.crypto import derive_key
 from hangar.foundation.sqlite_files import PRIVATE, PRIVATE_FOLDER, private_sqlite, sqlite_path
 
 FORMAT = "hangar-backup"
@@ -62,7 +62,7 @@ class Manifest:
     database: Kind
     revisions: tuple[str, ...]  # the Alembic revisions the copy is at
     created_at: str  # ISO 8601, UTC
-    key_fingerprint: str  # key_fingerprint() of the key that sealed the copy's secrets
+    key_fingerprint: str  # key_check.fingerprint() of the key that sealed the copy's secrets
     # HANGAR_SECRET_KEY_PREVIOUS's, when set: secrets not yet resealed need one of these.
     previous_key_fingerprints: tuple[str, ...]
     file: str  # the tar member holding the database
@@ -77,25 +77,6 @@ class Manifest:
             "previous_key_fingerprints": list(self.previous_key_fingerprints),
         }
         return json.dumps(fields, indent=2, sort_keys=True).encode() + b"\n"
-
-
-@dataclass(frozen=True)
-class Keys:
-    """The keys a restore runs with: HANGAR_SECRET_KEY (None when there is none yet, as for a
-    new SQLite file whose key file is not beside it) and HANGAR_SECRET_KEY_PREVIOUS."""
-
-    current: str | None
-    previous: tuple[str, ...] = ()
-
-    def fingerprints(self) -> set[str]:
-        keys = (self.current, *self.previous) if self.current else self.previous
-        return {key_fingerprint(key) for key in keys}
-
-
-def key_fingerprint(secret_key: str) -> str:
-    """Names a secret key without giving it away: 64 bits of an HMAC derived for this purpose
-    alone, from which neither the key nor any other key derived from it can be learnt."""
-    return derive_key(secret_key, "backup-fingerprint").hex()[:16]
 
 
 def kind_of(database_url: str) -> Kind:
@@ -150,8 +131,8 @@ def create(
             database=kind,
             revisions=revisions,
             created_at=now.isoformat().replace("+00:00", "Z"),
-            key_fingerprint=key_fingerprint(keys.current or ""),
-            previous_key_fingerprints=tuple(key_fingerprint(key) for key in keys.previous),
+            key_fingerprint=fingerprint(keys.current or ""),
+            previous_key_fingerprints=tuple(fingerprint(key) for key in keys.previous),
             file=copy.name,
             size=size,
             sha256=digest,

@@ -79,6 +79,18 @@ ATTEMPTS_IN_PROGRESS = Gauge(
     "Delivery attempts under way",
     multiprocess_mode="livesum",
 )
+# hangar.webhooks.dispatcher: attempts that could not be made for hangar's own reason. Never
+# counted against the endpoint: the delivery stays pending and is tried again.
+HeldReason = Literal[
+    "secret_unreadable",  # no key this process holds opens the subscription's secret
+    "error",  # anything unexpected (the database refusing the outcome, a bug)
+]
+DELIVERIES_HELD = Counter(
+    "hangar_webhook_deliveries_held",
+    "Delivery attempts not made or not recorded for hangar's own reason (the delivery stays "
+    "pending, not counted against the endpoint), by reason: secret_unreadable, error",
+    ["reason"],
+)
 SUBSCRIPTIONS_AUTO_DISABLED = Counter(
     "hangar_webhook_subscriptions_auto_disabled",
     "Subscriptions disabled automatically after consecutive failed deliveries",

@@ -2,7 +2,8 @@
 (when configured).
 
 GET /api/health/ready, for load balancers: whether *this* instance can serve: its database
-answers and its migrations are this code's head, and its server is not stopping. Redis is
+answers, its migrations are this code's head, it holds the key the database's secrets are
+sealed with (hangar.db.key_check), and its server is not stopping. Redis is
 reported in its checks but does not make it unready: while Redis is down every instance
 still serves (the rate limits count in-process, hangar.kit.ratelimit), and failing them all
 at once would pull the whole service. A process whose database is behind, or was migrated
@@ -26,7 +27,8 @@ from fastapi import APIRouter, Request
 from sqlalchemy import text
 from starlette.responses import Response
 
-from hangar.db.migrate import code_revisions, database_revisions
+from hangar.db import key_check
+from hangar.db.migrate import Revisions, code_revisions, database_revisions
 from hangar.foundation.metrics import REDIS_UP
 from hangar.http.error_handlers import error_response
 from hangar.http.responses import json_response
@@ -46,6 +48,7 @@ NOT_CONFIGURED = "not configured"
 NOT_CHECKED = "not checked"  # the migrations, when the database did not answer
 BEHIND = "behind"
 UNKNOWN_REVISION = "unknown revision"
+WRONG_KEY = "wrong key"
 
 # Checks given up on, kept until they end (the loop holds tasks only weakly).
 _ABANDONED: set[asyncio.Future[Any]] = set()
@@ -99,14 +102,14 @@ class Check:
 
 async def readiness(services: Services, seconds: float = _TIMEOUT) -> Response:
     """The checks run side by side, each given `seconds`: a probe answers within it."""
-    (database, migrations), redis = await asyncio.gather(
+    (database, migrations, key), redis = await asyncio.gather(
         _schema(services, seconds), _redis_state(services, seconds)
     )
-    checks = {"database": database, "migrations": migrations, "redis": redis}
+    checks = {"database": database, "migrations": migrations, "secret_key": key, "redis": redis}
     states = {name: check.state for name, check in checks.items()}
     # Redis down is reported (states, the hangar_redis_up gauge), not a reason to pull this
     # instance: the others have lost it too, and each still serves (module docstring).
-    failed = [check.why for check in (database, migrations) if check.why]
+    failed = [check.why for check in (database, migrations, key) if check.why]
     if not failed:
         return json_response({"status": "ready", "checks": states})
     return error_response(
@@ -117,27 +120,50 @@ async def readiness(services: Services, seconds: float = _TIMEOUT) -> Response:
     )
 
 
-async def _schema(services: Services, seconds: float) -> tuple[Check, Check]:
-    """(database, migrations): one connection answers both."""
-
-    async def revisions() -> frozenset[str]:
-        async with services.engine.connect() as conn:
-            return await conn.run_sync(database_revisions)
-
-    database, found = await _bounded("database", revisions(), seconds)
-    if found is None:
-        return database, Check(NOT_CHECKED)
+async def _schema(services: Services, seconds: float) -> tuple[Check, Check, Check]:
+    """(database, migrations, secret key): one connection answers all three."""
     code = code_revisions()
+
+    async def read() -> tuple[frozenset[str], str | None]:
+        async with services.engine.connect() as conn:
+            found = await conn.run_sync(database_revisions)
+            # The key's record exists from this code's head on; behind it, it may not.
+            return found, await key_check.recorded(conn) if found == code.heads else None
+
+    database, read_back = await _bounded("database", read(), seconds)
+    if read_back is None:
+        return database, Check(NOT_CHECKED), Check(NOT_CHECKED)
+    found, fingerprint = read_back
+    return database, _migrations(found, code), _secret_key(services, fingerprint)
+
+
+def _migrations(found: frozenset[str], code: Revisions) -> Check:
     if found == code.heads:
-        return database, Check(OK)
+        return Check(OK)
     at, head = ", ".join(sorted(found)), ", ".join(sorted(code.heads))
     if found - code.known:
         # A revision this code has no script for: a newer release migrated the database.
         why = f"the database is at migration {at}, which this release (at {head}) does not know"
-        return database, Check(UNKNOWN_REVISION, why)
+        return Check(UNKNOWN_REVISION, why)
     where = f"at migration {at}" if found else "not migrated"
     why = f"the database is {where}, behind this release's {head} (run `hangar db upgrade`)"
-    return database, Check(BEHIND, why)
+    return Check(BEHIND, why)
+
+
+def _secret_key(services: Services, fingerprint: str | None) -> Check:
+    """Whether this process still holds the key the database's secrets are sealed with: a
+    reseal run with another key since it started moves the record away from it."""
+    if fingerprint is None:
+        return Check(NOT_CHECKED)  # behind, or no process has started through the CLI yet
+    keys = key_check.Keys(services.settings.secret_key, services.settings.previous_secret_keys)
+    if keys.hold(fingerprint):
+        return Check(OK)
+    why = (
+        "the database's secrets are now sealed with a key this process does not hold "
+        "(HANGAR_SECRET_KEY and HANGAR_SECRET_KEY_PREVIOUS): restart it with the key the "
+        "others use"
+    )
+    return Check(WRONG_KEY, why)
 
 
 async def _redis_state(services: Services, seconds: float) -> Check:

@@ -45,6 +45,7 @@ from hangar.foundation.metrics import (
     ATTEMPTS_IN_PROGRESS,
     DATABASE_ERRORS,
     DELIVERIES_FINISHED,
+    DELIVERIES_HELD,
     FIRST_ATTEMPT_DELAY,
 )
 from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
@@ -60,6 +61,8 @@ from hangar.webhooks.signing import envelope, headers
 
 log = logging.getLogger("hangar.webhooks")
 
+# How long a delivery held back for hangar's own reason (`_hold`) waits before its next try.
+HELD_FOR = timedelta(minutes=1)
 # The longest an idle dispatcher sleeps without being kicked.
 IDLE_SECONDS = 30.0
 # Attempts under way at once. Most of an attempt is waiting on its receiver, and a waiting
@@ -279,7 +282,9 @@ class Dispatcher:
         try:
             await self.attempt(delivery)
         except Exception:
-            # The lease runs out and the delivery is tried again; never lose it.
+            # The lease runs out and the delivery is tried again; never lose it, and never
+            # count it against the endpoint.
+            DELIVERIES_HELD.labels("error").inc()
             log.exception("dispatcher: attempt of delivery %s failed unexpectedly", delivery.id)
             self.kick()  # nothing was recorded, so nothing refilled its slot
 
@@ -305,39 +310,69 @@ class Dispatcher:
                 DELIVERIES_FINISHED.labels(event_label(delivery.event_name), "skipped").inc()
             return
         started_at = self._clock.now()
-        if delivery.attempts_made == 0:
-            FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
         try:
             secret = self._open_secret(delivery.secret_encrypted)
             previous = self._previous_secret(delivery, started_at)
         except SecretUnreadable:
-            # A failed attempt, not an exception: left to its lease, it would loop forever.
-            error = (
-                "the signing secret cannot be decrypted: was HANGAR_SECRET_KEY changed without "
-                "listing the old key in HANGAR_SECRET_KEY_PREVIOUS?"
-            )
-            result = AttemptResult(
-                status_code=None,
-                error=error,
-                response_body=None,
-                duration_ms=0,
-                kind="secret_unreadable",
-            )
-        else:
-            body = envelope(delivery.event_name, started_at, delivery.data)
-            sent = headers(
-                delivery.event_name,
-                str(delivery.id),
-                secret,
-                body,
-                event_id=str(delivery.event_id),
-                sent_at=started_at,
-                previous_secret=previous,
-            )
-            with ATTEMPTS_IN_PROGRESS.track_inprogress():
-                result = await self._sender.post(delivery.url, sent, body)
+            await self._hold(delivery)
+            return
+        if delivery.attempts_made == 0:
+            FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
+        body = envelope(delivery.event_name, started_at, delivery.data)
+        sent = headers(
+            delivery.event_name,
+            str(delivery.id),
+            secret,
+            body,
+            event_id=str(delivery.event_id),
+            sent_at=started_at,
+            previous_secret=previous,
+        )
+        with ATTEMPTS_IN_PROGRESS.track_inprogress():
+            result = await self._sender.post(delivery.url, sent, body)
         ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
         await self._record(delivery, started_at, result, counts=not is_test)
+
+    async def _hold(self, delivery: Claimed) -> None:
+        """No key this process holds opens the subscription's secret: hangar's failure, not
+        the endpoint's (issue 40: one process with a wrong key disabled every tenant's
+        webhooks). Nothing is sent or counted; the delivery stays pending, as it was, and is
+        tried again in HELD_FOR, by whichever worker holds the right key by then."""
+        now = self._clock.now()
+        retry_at = now + HELD_FOR
+        DELIVERIES_HELD.labels("secret_unreadable").inc()
+        log.error(
+            "delivery %s held: its subscription's signing secret opens with neither "
+            "HANGAR_SECRET_KEY nor any key in HANGAR_SECRET_KEY_PREVIOUS (was the key changed "
+            "without listing the old one?); not counted against the endpoint, tried again in "
+            "%d s",
+            delivery.id,
+            HELD_FOR.total_seconds(),
+            extra={
+                "delivery_id": str(delivery.id),
+                "event_id": str(delivery.event_id),
+                "event": delivery.event_name,
+                "subscription_id": str(delivery.subscription_id),
+                "outcome": "held",
+                "error": "secret_unreadable",
+            },
+        )
+        held = await self._recorder.write(
+            Outcome(
+                delivery_id=delivery.id,
+                subscription_id=delivery.subscription_id,
+                lease_until=delivery.lease_until,
+                status="pending",
+                attempts_made=delivery.attempts_made,
+                next_attempt_at=retry_at,
+                completed_at=None,
+                attempt=None,
+                counts=None,
+            )
+        )
+        if held:
+            wait = (retry_at - now).total_seconds() + 0.005
+            asyncio.get_running_loop().call_later(wait, self.kick)
 
     def _previous_secret(self, delivery: Claimed, started_at: datetime) -> str | None:
         """The secret a rotation replaced, if its grace still runs when this attempt starts:

@@ -29,6 +29,8 @@ AttemptKind = Literal[
     "url_private",  # the address policy refused the URL at the attempt
     "url_http",
     "url_invalid",
+    # Only in attempts recorded by earlier releases: a secret no key opens is now held, never
+    # an attempt (hangar.webhooks.dispatcher._hold).
     "secret_unreadable",
 ]
 

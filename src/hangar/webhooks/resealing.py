@@ -16,7 +16,7 @@ current one, so the row is read again), and each is counted as a secret.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,3 +166,24 @@ async def reseal_all(
         if progress is not None:
             progress(run.found)
     return run.found
+
+
+async def newest_sealed(conn: AsyncConnection) -> str | None:
+    """The sealed secret of the newest live subscription, or None if there is none."""
+    return await conn.scalar(
+        select(Subscription.secret_encrypted)
+        .where(Subscription.deleted_at.is_(None))
+        .order_by(Subscription.created_at.desc(), Subscription.id.desc())
+        .limit(1)
+    )
+
+
+def key_opening(sealed: str, purpose: str, keys: Sequence[str]) -> str | None:
+    """The first of `keys` that opens `sealed`, or None."""
+    for key in keys:
+        try:
+            SecretBox(key, purpose).open(sealed)
+        except SecretUnreadable:
+            continue
+        return key
+    return None

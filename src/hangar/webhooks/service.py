@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.bodies import RequestBody
-from hangar.kit.container import Services, webhook_secret_box
+from hangar.kit.container import WEBHOOK_SECRETS, Services, webhook_secret_box
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.webhooks import alerts, catalogue, delivery_log, health, outbox, recovery, resealing
@@ -204,3 +204,14 @@ async def reseal_secrets(
     transactions (safe while serving, idempotent): once it reports no unreadable live
     subscription, HANGAR_SECRET_KEY_PREVIOUS opens nothing that is still needed."""
     return await resealing.reseal_all(engine, webhook_secret_box(settings), progress=progress)
+
+
+async def key_sealing_secrets(conn: AsyncConnection, settings: Settings) -> str | None:
+    """Which of the process's keys (HANGAR_SECRET_KEY first, then the previous ones) the
+    stored webhook secrets are sealed with, judged by the newest live one: the current key
+    when none is stored, None when none of the keys opens it."""
+    sealed = await resealing.newest_sealed(conn)
+    if sealed is None:
+        return settings.secret_key
+    keys = [settings.secret_key, *settings.previous_secret_keys]
+    return resealing.key_opening(sealed, WEBHOOK_SECRETS, keys)

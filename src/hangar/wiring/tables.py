@@ -3,6 +3,7 @@
 from hangar.accounts.models import PasswordReset
 from hangar.auth.models import User, UserSession
 from hangar.db.base import Base
+from hangar.db.key_check import SecretKeyCheck
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
 from hangar.keys.models import ApiKey
@@ -40,6 +41,7 @@ __all__ = [
     "Reservation",
     "ReservationChanges",
     "Role",
+    "SecretKeyCheck",
     "Squawk",
     "Subscription",
     "User",
