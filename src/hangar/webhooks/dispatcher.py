@@ -390,7 +390,7 @@ class Dispatcher:
         outcome = outcome_of(delivery, started_at, result, now, counts=counts)
         retry = outcome.status == "pending"
         recorded = await self._recorder.write(outcome)
-        _log_attempt(delivery, outcome, result)
+        _log_attempt(delivery, outcome, result, now)
         if not recorded:
             return  # the lease was lost: another worker's outcome counts
         if retry:
@@ -404,18 +404,27 @@ class Dispatcher:
             DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
 
 
-def _log_attempt(delivery: Claimed, outcome: Outcome, result: AttemptResult) -> None:
+def _log_attempt(delivery: Claimed, outcome: Outcome, result: AttemptResult, now: datetime) -> None:
     """One record per attempt, with its ids as fields (JSON logs). Never the URL (its user
-    information and query may be credentials), the secret, the signature or any body."""
+    information and query may be credentials), the secret, the signature or any body. A
+    delivery that failed for good is a warning: a receiver lost an event."""
     number = outcome.attempts_made
     said = "retrying" if outcome.status == "pending" else outcome.status
-    log.info(
-        "delivery %s attempt %d: %s (%s) in %d ms",
+    answer = f"HTTP {result.status_code}" if result.error is None else result.error
+    if outcome.status == "pending" and outcome.next_attempt_at is not None:
+        then = f"retrying in {(outcome.next_attempt_at - now).total_seconds():g} s"
+    elif outcome.status == "failed":
+        then = f"failed after {number} attempts"
+    else:
+        then = outcome.status
+    log.log(
+        logging.WARNING if outcome.status == "failed" else logging.INFO,
+        "delivery %s attempt %d took %d ms: %s; %s",
         delivery.id,
         number,
-        said,
-        result.status_code if result.error is None else result.error,
         result.duration_ms,
+        answer,
+        then,
         extra={
             "delivery_id": str(delivery.id),
             "event_id": str(delivery.event_id),

@@ -224,7 +224,7 @@ class Recorder(Generic[T]):
     async def _write(
         self, outcomes: Sequence[Outcome], refill: Refill[T] | None
     ) -> tuple[set[uuid.UUID], list[T] | None]:
-        disabled = 0
+        disabled: list[Disabled] = []
         found: list[T] | None = None
         async with self._engine.begin() as conn:
             on_pg = conn.dialect.name == "postgresql"
@@ -249,8 +249,18 @@ class Recorder(Generic[T]):
                 # After the settling: this transaction sees those leases gone.
                 slots = refill.slots_after(len(outcomes))
                 found = await refill.claim_on(conn, slots) if slots > 0 else []
-        # Counted once committed: a batch rolled back disabled nothing.
-        SUBSCRIPTIONS_AUTO_DISABLED.inc(disabled)
+        # Counted and told once committed: a batch rolled back disabled nothing.
+        for d in disabled:
+            SUBSCRIPTIONS_AUTO_DISABLED.inc()
+            log.warning(
+                "webhook subscription %s of organization %s disabled after %d consecutive "
+                "failed deliveries; its admins are told, and Enable then Recover sends what "
+                "it missed",
+                d.subscription_id,
+                d.org_id,
+                FAILURES_BEFORE_DISABLE,
+                extra={"subscription_id": str(d.subscription_id), "org_id": str(d.org_id)},
+            )
         return held, found
 
 
@@ -327,10 +337,18 @@ class _Run:
                 self.fifth_at = at
 
 
-async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
+@dataclass(frozen=True)
+class Disabled:
+    """A subscription the fifth failure in a row disabled."""
+
+    subscription_id: uuid.UUID
+    org_id: uuid.UUID
+
+
+async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> list[Disabled]:
     """Applies the batch's successes and failures to each subscription's run of consecutive
     failures, in the order they happened: a success forgets the failures before it, and the
-    fifth failure in a row disables the subscription. Returns how many it disabled.
+    fifth failure in a row disables the subscription. Returns those it disabled.
 
     Only an enabled subscription's run changes: failures of deliveries still in flight when
     the fifth disabled it (in this batch, an earlier one, or another worker's) do not count,
@@ -354,17 +372,20 @@ async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
             )
             .values(consecutive_failures=0)
         )
-    disabled = 0
+    disabled: list[Disabled] = []
     for sub_id in sorted(runs.keys() - set(only_reset)):  # one lock order for every worker
-        now_enabled = await conn.scalar(
-            update(Subscription)
-            .where(Subscription.id == sub_id, Subscription.enabled)
-            .values(_counted(runs[sub_id]))
-            .returning(Subscription.enabled)
-        )
-        disabled += now_enabled is False  # None: it was disabled already, and is left alone
-        if now_enabled is False:  # the admins are told, by a notice that commits with it
-            await alerts.noted(conn, sub_id)
+        row = (
+            await conn.execute(
+                update(Subscription)
+                .where(Subscription.id == sub_id, Subscription.enabled)
+                .values(_counted(runs[sub_id]))
+                .returning(Subscription.enabled, Subscription.org_id)
+            )
+        ).one_or_none()
+        # None: it was disabled already, and is left alone.
+        if row is not None and not row.enabled:
+            disabled.append(Disabled(sub_id, row.org_id))
+            await alerts.noted(conn, sub_id)  # the admins are told, by a notice committed with it
     return disabled
 
 
