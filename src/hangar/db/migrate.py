@@ -19,6 +19,12 @@ from hangar.db.engine import async_url
 # Alembic's package-resource form: the scripts are found through the installed package
 # (importlib.resources), wherever it is installed.
 MIGRATIONS = "hangar.db:migrations"
+# Every hangar process that migrates PostgreSQL takes this advisory lock first (env.py;
+# pg_advisory_lock's one bigint key, "hgr-migr" as bytes), so two machines upgrading at once
+# take turns: the second waits, then finds nothing left to do, instead of failing halfway on
+# the first's tables. Its session holds it until its connection closes, across the commits
+# of CONCURRENTLY.
+MIGRATION_LOCK = int.from_bytes(b"hgr-migr", "big")
 
 
 def alembic_config(database_url: str | None = None) -> Config:

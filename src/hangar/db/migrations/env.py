@@ -9,15 +9,22 @@ with a database (autogenerate) hands their metadata in, as
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from hangar.db.migrate import MIGRATION_LOCK
+
 target_metadata = context.config.attributes.get("target_metadata")
+log = logging.getLogger("hangar.db")
 
 
 def _run(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        _serialised(connection)
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
@@ -25,6 +32,16 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+
+
+def _serialised(connection: Connection) -> None:
+    taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+    if not taken.scalar():
+        log.warning("waiting for another migration of this database to finish")
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+        log.info("the other migration finished; going on")
+    # The lock outlives this commit; the migrations then begin their transaction as before.
+    connection.commit()
 
 
 async def _main() -> None:
