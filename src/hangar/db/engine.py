@@ -15,9 +15,11 @@ no request at all:
   within PING_TIMEOUT_S fails the request at once (a new connection would wait too).
 
 SQLite waits up to 10 s for the writer (busy_timeout). `hangar db upgrade` runs on an engine
-of its own (hangar.db.migrations.env), and the operator's commands ask for no statement
-deadline (`statement_timeout_s=None`, hangar.cli.common.run_in_transaction): a migration's
-index or a bulk seed's COPY may rightly take minutes.
+of its own (hangar.db.migrations.env), with the same connect deadline, so that a database
+hung at start fails a command in seconds, not asyncpg's 60; it and the operator's commands
+ask for no statement deadline (`statement_timeout_s=None`,
+hangar.cli.common.run_in_transaction): a migration's index or a bulk seed's COPY may rightly
+take minutes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ STATEMENT_TIMEOUT_S = 15.0
 READ_STATEMENT_TIMEOUT_S = 5.0
 STATEMENT_GRACE_S = 1.0
 PING_TIMEOUT_S = 2.0
+# What pg_stat_activity (and a PgBouncer's SHOW CLIENTS) names every connection of hangar's.
+APPLICATION_NAME = "hangar"
 
 
 def async_url(database_url: str) -> str:
@@ -64,10 +68,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def pg_connect_args(statement_timeout_s: float | None = STATEMENT_TIMEOUT_S) -> dict[str, Any]:
     """asyncpg's connect arguments for the deadlines above (module docstring): SQLAlchemy's
     pool and asyncpg's own pool of the read path (hangar.db.reads) take the same."""
-    args: dict[str, Any] = {"timeout": CONNECT_TIMEOUT_S}
+    settings = {"application_name": APPLICATION_NAME}
+    args: dict[str, Any] = {"timeout": CONNECT_TIMEOUT_S, "server_settings": settings}
     if statement_timeout_s is not None:
         args["command_timeout"] = statement_timeout_s + STATEMENT_GRACE_S
-        args["server_settings"] = {"statement_timeout": str(int(statement_timeout_s * 1000))}
+        settings["statement_timeout"] = str(int(statement_timeout_s * 1000))
     return args
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from hangar.db.engine import pg_connect_args
 from hangar.db.migrate import MIGRATION_LOCK
 
 target_metadata = context.config.attributes.get("target_metadata")
@@ -45,7 +46,11 @@ def _serialised(connection: Connection) -> None:
 
 
 async def _main() -> None:
-    engine = create_async_engine(context.config.get_main_option("sqlalchemy.url") or "")
+    url = context.config.get_main_option("sqlalchemy.url") or ""
+    # PostgreSQL: the connect deadline and the application name of every other connection;
+    # no statement deadline (an index may rightly take minutes).
+    args = pg_connect_args(None) if url.startswith("postgresql") else {}
+    engine = create_async_engine(url, connect_args=args)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)
