@@ -5,7 +5,8 @@ site adds in front of hangar:
   `{detail, code}` with `Retry-After`, whatever the client asked for;
 - every request gets one request id (the client's when hangar would keep it, else nginx's)
   that nginx passes to hangar, logs, and echoes once: hangar logs and echoes the same;
-- every answer, nginx's and hangar's, carries HSTS.
+- every answer, nginx's and hangar's, carries HSTS;
+- /metrics is not served to the internet (Prometheus scrapes each instance directly).
 
 (test_scale_out.py runs the same site in front of the whole scale-out topology.)
 """
@@ -60,6 +61,24 @@ async def test_with_no_instance_up_nginx_answers_the_apis_json_with_retry_after(
     assert [a.status_code for a in answers] == [502, 502, 502]
     for answer in answers:
         assert_nginx_json(answer, "SERVICE_UNAVAILABLE", "5")
+
+
+async def test_metrics_are_not_found_through_the_site_however_the_path_is_spelt(
+    tmp_path: Path, ca: trustme.CA
+) -> None:
+    # No instance is up: a 404 (not a 502) is nginx's own answer, never passed to hangar.
+    spellings = ["/metrics", "/metrics/", "/metrics?format=text", "//metrics", "/%6detrics"]
+    upstreams = [free_port(), free_port()]
+    async with running_site(tmp_path, ca, upstreams) as site, client(site) as c:
+        answers = [
+            # Whole URLs: a path of its own beginning with // would name a host to httpx.
+            await c.get(site.base + path, headers={"Authorization": "Bearer the-metrics-token"})
+            for path in spellings
+        ]
+    for path, answer in zip(spellings, answers, strict=True):
+        assert answer.status_code == 404, path
+        assert answer.json() == {"detail": "Not found", "code": "NOT_FOUND"}
+        assert answer.headers["strict-transport-security"] == HSTS
 
 
 async def test_nginx_refuses_past_its_per_address_rate_with_the_apis_429_and_retry_after(
