@@ -12,6 +12,7 @@ import pytest
 import trustme
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from hangar import __version__
 from tests.fixtures.environment import PG_URL, REDIS_URL
 from tests.fixtures.external import API
 from tests.fixtures.factories import Org
@@ -67,6 +68,9 @@ async def test_a_scrape_adds_up_the_requests_every_process_answered(
         made += 1
         first = await scrape(client)
         second = await scrape(client)
+        # Each live process's own CPU and memory, by pid (issue 40: the multiprocess scrape
+        # had none): the two server processes and the worker beside them, each with a file.
+        live = {path.stem.rpartition("_")[2] for path in directory.glob("*.db")}
         # Read after a scrape has seen all of them: a process counts a request as its
         # response ends, which may be just after the client has it.
         by_pid = answered_by_pid(directory)
@@ -82,6 +86,11 @@ async def test_a_scrape_adds_up_the_requests_every_process_answered(
         labels(operation=AIRCRAFT, method="GET", status="200"),
     )
     assert first[answered] == second[answered] == made
+    rss = {dict(k[1])["pid"] for k in first if k[0] == "process_resident_memory_bytes"}
+    assert rss == live
+    assert len(live) == 3  # two server processes, one worker
+    assert all(first[k] > 0 for k in first if k[0] == "process_resident_memory_bytes")
+    assert first[("hangar_build_info", labels(version=__version__))] == 1
     assert sum(by_pid.values()) == made
     assert not directory.exists()  # removed as the instance stopped
     # One start line for the instance, not one per process.

@@ -30,7 +30,10 @@ import asyncpg
 from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
 from sqlalchemy.util.concurrency import await_
+
+from hangar.foundation.metrics import DB_CONNECTIONS_IN_USE, DB_CONNECTIONS_WAITING
 
 CONNECT_TIMEOUT_S = 5.0
 POOL_TIMEOUT_S = 5.0
@@ -126,16 +129,43 @@ def make_engine(
     # A database error's message leaves out the statement's parameters: they may be
     # credentials (a session's CSRF token, a key's hash) and the message may reach a log.
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0, hide_parameters=True)
+        engine = create_async_engine(
+            url, pool_size=pool_size, max_overflow=0, hide_parameters=True, poolclass=_Counted
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        return engine
-    engine = create_async_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_timeout=POOL_TIMEOUT_S,
-        connect_args=pg_connect_args(statement_timeout_s),
-        hide_parameters=True,
-    )
-    event.listen(engine.sync_engine, "checkout", _checked_out if ping_at_checkout else _closed_out)
+    else:
+        engine = create_async_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_timeout=POOL_TIMEOUT_S,
+            connect_args=pg_connect_args(statement_timeout_s),
+            hide_parameters=True,
+            poolclass=_Counted,
+        )
+        check = _checked_out if ping_at_checkout else _closed_out
+        event.listen(engine.sync_engine, "checkout", check)
+    event.listen(engine.sync_engine, "checkout", _in_use)
+    event.listen(engine.sync_engine, "checkin", _returned)
     return engine
+
+
+class _Counted(AsyncAdaptedQueuePool):
+    """SQLAlchemy's pool, counting who waits for a connection (every checkout passes here;
+    one that finds a connection free leaves at once): a scrape that sees some waiting sees a
+    pool too small for its load, or a database too slow to give connections back."""
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        DB_CONNECTIONS_WAITING.inc()
+        try:
+            return super()._do_get()
+        finally:
+            DB_CONNECTIONS_WAITING.dec()
+
+
+def _in_use(_dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    DB_CONNECTIONS_IN_USE.inc()
+
+
+def _returned(_dbapi_connection: Any, _record: Any) -> None:
+    DB_CONNECTIONS_IN_USE.dec()

@@ -138,6 +138,19 @@ DATABASE_ERRORS = Counter(
     "scheduler, metrics",
     ["component"],
 )
+# hangar.db.engine: SQLAlchemy's pools of every live process, summed (the API's read pool on
+# PostgreSQL is asyncpg's own, not counted here). Waiting that lasts means the pool is too
+# small for the load, or the database too slow to give connections back.
+DB_CONNECTIONS_IN_USE = Gauge(
+    "hangar_database_connections_in_use",
+    "Connections taken from hangar's database pools and not yet given back",
+    multiprocess_mode="livesum",
+)
+DB_CONNECTIONS_WAITING = Gauge(
+    "hangar_database_connections_waiting",
+    "Requests and tasks waiting for a connection from hangar's database pools",
+    multiprocess_mode="livesum",
+)
 REDIS_ERRORS = Counter(
     "hangar_redis_errors",
     "Redis calls of the rate limiter that failed or timed out (the limits then count in-process)",

@@ -14,6 +14,7 @@ database, the same whichever process answers.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import os
@@ -21,12 +22,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
-from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.responses import Response
 
+from hangar import __version__
 from hangar.foundation.metrics import DATABASE_ERRORS, MULTIPROCESS_DIR
 from hangar.http.error_handlers import error_response
 from hangar.http.routing import bearer, services_of
@@ -54,8 +56,11 @@ async def metrics(request: Request) -> Response:
         response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     registry = CollectorRegistry()
-    if MULTIPROCESS_DIR in os.environ:
+    registry.register(_Build())
+    folder = os.environ.get(MULTIPROCESS_DIR)
+    if folder is not None:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        registry.register(_EveryProcess(folder))
     else:
         registry.register(_ThisProcess())
     queue = await _queue(services)
@@ -70,6 +75,51 @@ class _ThisProcess:
 
     def collect(self) -> Iterable[Metric]:
         return REGISTRY.collect()
+
+
+class _Build:
+    """hangar_build_info{version} 1: which release answers (during a rolling upgrade, which
+    instances run which), as Prometheus's build_info convention has it."""
+
+    def collect(self) -> Iterable[Metric]:
+        info = GaugeMetricFamily(
+            "hangar_build_info", "The release this process runs (always 1)", labels=["version"]
+        )
+        info.add_metric([__version__], 1)
+        yield info
+
+
+class _EveryProcess:
+    """The library's process_* metrics (CPU, memory, open files, start time) of every live
+    process of this `hangar serve`, labelled by pid: the multiprocess collector sums the
+    processes' own metrics but has none of these. The processes are those with a file in the
+    shared folder (prometheus-client names each `<kind>_<pid>.db`) that are still alive."""
+
+    def __init__(self, folder: str) -> None:
+        self._folder = folder
+
+    def collect(self) -> Iterable[Metric]:
+        merged: dict[str, Metric] = {}
+        for pid in _live_pids(self._folder):
+            for family in ProcessCollector(
+                pid=functools.partial(int, pid), registry=None
+            ).collect():
+                into = merged.setdefault(
+                    family.name, Metric(family.name, family.documentation, family.type)
+                )
+                for sample in family.samples:
+                    labels = {**sample.labels, "pid": str(pid)}
+                    into.add_sample(sample.name, labels, sample.value)
+        yield from merged.values()
+
+
+def _live_pids(folder: str) -> list[int]:
+    pids = set()
+    for name in os.listdir(folder):
+        digits = name.removesuffix(".db").rpartition("_")[2]
+        if name.endswith(".db") and digits.isdigit():
+            pids.add(int(digits))
+    return sorted(pid for pid in pids if os.path.exists(f"/proc/{pid}"))
 
 
 # The queue's gauges: name, help, and the field of webhooks.queries.Gauges each reports.
