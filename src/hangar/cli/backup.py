@@ -17,7 +17,12 @@ from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys
 from hangar.db.migrate import code_revisions, upgrade
 from hangar.foundation.clock import SystemClock
-from hangar.foundation.config import DEFAULT_DATABASE_URL, ConfigError, previous_secret_keys
+from hangar.foundation.config import (
+    DEFAULT_DATABASE_URL,
+    ConfigError,
+    previous_secret_keys,
+    with_files,
+)
 from hangar.foundation.sqlite_files import sqlite_path
 from hangar.http.access_log import redact
 
@@ -53,7 +58,7 @@ def backup(
     the backup can be read; with it, anyone holding a copy of the backup could read them.
 
     Take one daily and before every upgrade; see the README's "Backups"."""
-    url = os.environ.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
+    url = _environment().get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
     source = sqlite_path(url)
     # Checked before reading the settings, which would make an empty database (and a key)
     # at a mistyped path, and a backup of nothing.
@@ -156,7 +161,7 @@ def _record_key(url: str, secret_key: str) -> None:
 
 def _restore_keys(allow_other_key: bool) -> tuple[str, Keys]:
     """The target's URL and the keys to check the backup's against."""
-    env = dict(os.environ)
+    env = _environment()
     url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
     target = sqlite_path(url)
     key_file = target.with_name(target.name + ".secret") if target is not None else None
@@ -167,6 +172,14 @@ def _restore_keys(allow_other_key: bool) -> tuple[str, Keys]:
     # which opens nothing the backup sealed. The restore refuses, naming the key file to copy.
     try:
         return url, Keys(None, previous_secret_keys(env, ""))
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def _environment() -> dict[str, str]:
+    """The environment with the settings given as files read in (HANGAR_*_FILE)."""
+    try:
+        return with_files(os.environ)
     except ConfigError as exc:
         fail(str(exc))
 

@@ -52,7 +52,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from hangar.cli.worker import SenderFactory, run_worker
-from hangar.foundation.config import Settings, load_settings
+from hangar.foundation.config import FILE_SETTINGS, Settings, load_settings
 from hangar.foundation.metrics import MULTIPROCESS_DIR
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_LOG_LEVEL": current.log_level,
         "HANGAR_DELIVERY_RETENTION_DAYS": str(current.delivery_retention_days),
         "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG": str(current.max_subscriptions_per_org),
+        "HANGAR_DB_POOL_SIZE": str(current.db_pool_size),
         "HANGAR_TRUSTED_PROXIES": ",".join(str(network) for network in current.trusted_proxies),
     }
     if current.smtp_url and current.mail_from:
@@ -229,6 +230,10 @@ def serve_processes(
     from hangar.logs import formats
     from hangar.logs.start_line import log_start
 
+    # The processes read the values themselves, not the files they came from (one of each
+    # would be refused as both set).
+    for name in FILE_SETTINGS:
+        os.environ.pop(f"{name}_FILE", None)
     os.environ.update(environment(current))
     config = uvicorn.Config(
         APP_FACTORY,

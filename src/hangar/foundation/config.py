@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -32,6 +33,8 @@ MAX_DELIVERY_RETENTION_DAYS = 3650
 # repository or organization, and far more than a flight school wires up.
 DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG = 20
 MOST_SUBSCRIPTIONS_PER_ORG = 1000
+DEFAULT_DB_POOL_SIZE = 10
+MOST_DB_POOL_SIZE = 100
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # The proxy of deploy/ (nginx on the same machine) reaches hangar from loopback.
 DEFAULT_TRUSTED_PROXIES: tuple[Network, ...] = (ipaddress.ip_network("127.0.0.1/32"),)
@@ -59,6 +62,8 @@ class Settings:
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
     # Creating one more live (not deleted) subscription is refused: 422 SUBSCRIPTION_LIMIT.
     max_subscriptions_per_org: int = DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG
+    # Each process's database pool (hangar.wiring.container): writes, and reads on PostgreSQL.
+    db_pool_size: int = DEFAULT_DB_POOL_SIZE
     # Peers whose X-Forwarded-For (or X-Real-IP) names the client (hangar.http.client_address).
     trusted_proxies: tuple[Network, ...] = DEFAULT_TRUSTED_PROXIES
     # Both or neither (mail_settings): set, invitation and password-reset links are mailed to
@@ -109,36 +114,77 @@ def metrics_token(env: Mapping[str, str]) -> str | None:
     return token
 
 
+def _whole_number(
+    env: Mapping[str, str], name: str, default: int, most: int, unit: str = ""
+) -> int:
+    """A setting that is a whole number from 1 to `most` (`default` when unset or empty)."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return default
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= most:
+        raise ConfigError(f"{name} must be a whole number {unit}from 1 to {most}, not {value!r}")
+    return int(value)
+
+
 def delivery_retention_days(env: Mapping[str, str]) -> int:
     """HANGAR_DELIVERY_RETENTION_DAYS: a whole number of days, 1 to 3650 (default 30)."""
-    value = (env.get("HANGAR_DELIVERY_RETENTION_DAYS") or "").strip()
-    if not value:
-        return DEFAULT_DELIVERY_RETENTION_DAYS
-    if (
-        not (value.isascii() and value.isdigit())
-        or not 1 <= int(value) <= MAX_DELIVERY_RETENTION_DAYS
-    ):
-        raise ConfigError(
-            "HANGAR_DELIVERY_RETENTION_DAYS must be a whole number of days from 1 to "
-            f"{MAX_DELIVERY_RETENTION_DAYS}, not {value!r}"
-        )
-    return int(value)
+    return _whole_number(
+        env,
+        "HANGAR_DELIVERY_RETENTION_DAYS",
+        DEFAULT_DELIVERY_RETENTION_DAYS,
+        MAX_DELIVERY_RETENTION_DAYS,
+        "of days ",
+    )
 
 
 def max_subscriptions_per_org(env: Mapping[str, str]) -> int:
     """HANGAR_MAX_SUBSCRIPTIONS_PER_ORG: a whole number from 1 to 1000 (default 20)."""
-    value = (env.get("HANGAR_MAX_SUBSCRIPTIONS_PER_ORG") or "").strip()
-    if not value:
-        return DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG
-    if (
-        not (value.isascii() and value.isdigit())
-        or not 1 <= int(value) <= MOST_SUBSCRIPTIONS_PER_ORG
-    ):
-        raise ConfigError(
-            "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG must be a whole number from 1 to "
-            f"{MOST_SUBSCRIPTIONS_PER_ORG}, not {value!r}"
-        )
-    return int(value)
+    return _whole_number(
+        env,
+        "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG",
+        DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG,
+        MOST_SUBSCRIPTIONS_PER_ORG,
+    )
+
+
+def db_pool_size(env: Mapping[str, str]) -> int:
+    """HANGAR_DB_POOL_SIZE: each process's connections for writes (and as many more at busy
+    moments), and on PostgreSQL as many for the API's reads; 1 to 100 (default 10)."""
+    return _whole_number(env, "HANGAR_DB_POOL_SIZE", DEFAULT_DB_POOL_SIZE, MOST_DB_POOL_SIZE)
+
+
+# Settings that hold a secret (or a URL that may hold a password) can come from a file
+# instead, as container platforms and systemd's credentials mount them: NAME_FILE=PATH.
+FILE_SETTINGS = (
+    "HANGAR_DATABASE_URL",
+    "HANGAR_REDIS_URL",
+    "HANGAR_SECRET_KEY",
+    "HANGAR_SECRET_KEY_PREVIOUS",
+    "HANGAR_METRICS_TOKEN",
+    "HANGAR_SMTP_URL",
+)
+
+
+def with_files(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with each NAME_FILE of FILE_SETTINGS read into NAME: the file's text, without
+    the whitespace around it (a file usually ends with a newline). Its content is never
+    quoted in an error."""
+    read = dict(env)
+    for name in FILE_SETTINGS:
+        path = env.get(f"{name}_FILE")
+        if not path:
+            continue
+        if env.get(name):
+            raise ConfigError(f"{name} and {name}_FILE are both set: keep one of them")
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise ConfigError(f"{name}_FILE: cannot read {path}: {why}") from None
+        if not value:
+            raise ConfigError(f"{name}_FILE: {path} is empty")
+        read[name] = value
+    return read
 
 
 def trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
@@ -239,7 +285,7 @@ def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
-    env = dict(os.environ if env is None else env)
+    env = with_files(os.environ if env is None else env)
     database_url = env.get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
     if not database_url.startswith(("sqlite:///", "postgresql://", "postgres://")):
         raise ConfigError("HANGAR_DATABASE_URL must be sqlite:///PATH or postgresql://user@host/db")
@@ -275,6 +321,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_level=log_level(env),
         delivery_retention_days=delivery_retention_days(env),
         max_subscriptions_per_org=max_subscriptions_per_org(env),
+        db_pool_size=db_pool_size(env),
         trusted_proxies=trusted_proxies(env),
         smtp_url=smtp_url,
         mail_from=mail_from,

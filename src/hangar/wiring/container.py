@@ -32,7 +32,12 @@ def build_services(
     )
     return Services(
         settings=settings,
-        engine=engine or make_engine(settings.database_url, ping_at_checkout=answers_clients),
+        engine=engine
+        or make_engine(
+            settings.database_url,
+            pool_size=settings.db_pool_size,
+            ping_at_checkout=answers_clients,
+        ),
         clock=clock or SystemClock(),
         limiter=limiter,
         redis=redis,
