@@ -20,6 +20,7 @@ import asyncpg
 import pytest
 from scripts.scratch import free_port
 
+from hangar.cli.cores import available_cores
 from hangar.cli.processes import environment, process_count
 from hangar.foundation.config import Settings, load_settings
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
@@ -79,7 +80,9 @@ def test_workers_is_a_count_or_auto(tmp_path: Path) -> None:
 
 
 def test_auto_is_one_process_per_core_this_process_may_use() -> None:
-    assert process_count("auto") == len(os.sched_getaffinity(0))
+    # The affinity capped by a cgroup's CPU quota: tests/operations/test_cores.py.
+    assert process_count("auto") == available_cores()
+    assert 1 <= available_cores() <= len(os.sched_getaffinity(0))
     assert process_count("AUTO") == process_count("auto")
     assert process_count("4") == 4
 

@@ -51,6 +51,7 @@ from prometheus_client.multiprocess import mark_process_dead
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
+from hangar.cli.cores import available_cores
 from hangar.cli.worker import SenderFactory, run_worker
 from hangar.foundation.config import FILE_SETTINGS, Settings, load_settings
 from hangar.foundation.metrics import MULTIPROCESS_DIR
@@ -61,12 +62,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("uvicorn.error")
 
 APP_FACTORY = "hangar.cli.processes:app_from_environment"
-
-
-def available_cores() -> int:
-    """The cores this process may run on: a container's or a cgroup's share, not the
-    machine's count (what `--workers auto` means)."""
-    return len(os.sched_getaffinity(0))
 
 
 def process_count(text: str) -> int | None:

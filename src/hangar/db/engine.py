@@ -155,6 +155,10 @@ class _Counted(AsyncAdaptedQueuePool):
     one that finds a connection free leaves at once): a scrape that sees some waiting sees a
     pool too small for its load, or a database too slow to give connections back."""
 
+    # Logs as SQLAlchemy's own pool (a library: warnings only), not under `hangar`, where its
+    # checkouts would fill a debug log and its disposals a command's stderr.
+    _sqla_logger_namespace = "sqlalchemy.pool.impl.AsyncAdaptedQueuePool"
+
     def _do_get(self) -> ConnectionPoolEntry:
         DB_CONNECTIONS_WAITING.inc()
         try:
