@@ -86,6 +86,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         worker = Worker(services, sender) if with_worker else None
         app.state.worker = worker
+        app.state.failure = worker.failure if worker is not None else None
         if worker is not None:
             await worker.start()
         code_revisions()  # read once, now: /api/health/ready compares the database with it
@@ -130,6 +131,7 @@ def create_app(
     for router in (
         external.router,  # first: the public API takes most requests
         health.router,
+        health.live_router,
         metrics_endpoint.router,  # GET /metrics, when HANGAR_METRICS_TOKEN is set
         session_routes.router,
         invitation_routes.router,

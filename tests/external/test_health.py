@@ -33,6 +33,7 @@ from tests.fixtures.environment import REDIS_URL
 
 URL = "/api/health"
 READY = "/api/health/ready"
+LIVE = "/api/health/live"
 
 
 def closed_port() -> int:
@@ -309,3 +310,17 @@ async def test_health_answers_within_its_bound_when_both_stores_hang(
     assert body["detail"] == (
         "The database gave no answer within 1 s; the redis gave no answer within 1 s"
     )
+
+
+# --- GET /api/health/live ----------------------------------------------------------------
+
+
+async def test_alive_whatever_the_stores_do(services: Services, dead_engine: AsyncEngine) -> None:
+    """A liveness probe must not restart every process while a store is down (issue 40)."""
+    dead_redis = Redis(host="127.0.0.1", port=closed_port(), retry=Retry(NoBackoff(), 0))
+    try:
+        response = await health_of(replace(services, engine=dead_engine, redis=dead_redis), LIVE)
+    finally:
+        await dead_redis.aclose()
+    assert response.status_code == 200, response.text
+    assert response.json() == {"status": "alive"}

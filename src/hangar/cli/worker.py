@@ -42,7 +42,9 @@ def worker(
 
     With --metrics-port, the worker also serves GET /metrics: its delivery and scheduler
     counters and the queue's gauges, under the names `hangar serve` uses, to `Authorization:
-    Bearer` with HANGAR_METRICS_TOKEN. Scrape each worker on its own port.
+    Bearer` with HANGAR_METRICS_TOKEN. Scrape each worker on its own port. There too, GET
+    /api/health/live (no token) answers 200 while its dispatcher and scheduler run: a
+    liveness probe.
     """
     current = migrated_settings()
     listener = None
@@ -97,11 +99,12 @@ def run_worker(
         services = build_services(current, answers_clients=False)
         try:
             async with contextlib.AsyncExitStack() as stack:
+                worker = Worker(services, sender() if sender else None)
                 if metrics is not None:
                     await stack.enter_async_context(
-                        serving_metrics(services, metrics, current.log_level)
+                        serving_metrics(services, metrics, current.log_level, worker.failure)
                     )
-                await Worker(services, sender() if sender else None).run_forever()
+                await worker.run_forever()
         finally:
             await services.close()
 

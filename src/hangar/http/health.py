@@ -1,6 +1,8 @@
 """GET /api/health (the spec's): ok only when the datastores answer, the database and Redis
 (when configured).
 
+GET /api/health/live, for liveness probes: whether this process works, asking no datastore.
+
 GET /api/health/ready, for load balancers: whether *this* instance can serve: its database
 answers, its migrations are this code's head, it holds the key the database's secrets are
 sealed with (hangar.db.key_check), and its server is not stopping. Redis is
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -37,6 +39,8 @@ from hangar.kit.container import Services
 
 log = logging.getLogger("hangar")
 router = APIRouter()
+# GET /api/health/live alone, for apps that serve nothing else (the worker's metrics port).
+live_router = APIRouter()
 _TIMEOUT = 2.0
 T = TypeVar("T")
 
@@ -78,6 +82,21 @@ async def liveness(services: Services, seconds: float = _TIMEOUT) -> Response:
         "SERVICE_UNAVAILABLE",
         detail[0].upper() + detail[1:],
         extra={"status": "unavailable"},
+    )
+
+
+@live_router.get("/api/health/live", include_in_schema=False)
+async def live(request: Request) -> Response:
+    """For a liveness probe (Kubernetes restarts what fails it): whether this process still
+    works, asking no datastore. A database or Redis outage must not restart every process at
+    once; that is readiness's business. It fails only when the process's own worker (the
+    dispatcher or the scheduler) has ended without being asked to stop."""
+    failure: Callable[[], str | None] | None = getattr(request.app.state, "failure", None)
+    why = failure() if failure is not None else None
+    if why is None:
+        return json_response({"status": "alive"})
+    return error_response(
+        503, "SERVICE_UNAVAILABLE", f"Not alive: {why}", extra={"status": "not alive"}
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import event
 
 from hangar.db.engine import CONNECT_TIMEOUT_S
 from hangar.kit.container import Services
+from hangar.kit.tasks import ended
 from hangar.webhooks.dispatcher import Dispatcher
 from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
 from hangar.webhooks.sender import Sender
@@ -60,6 +61,13 @@ class DeliveryWorker:
 
     def request_stop(self) -> None:
         self._stop.set()
+
+    def failure(self) -> str | None:
+        """Why this worker no longer delivers, if its dispatcher ended before it was asked
+        to stop (the liveness probe's answer); None while it delivers, or once stopping."""
+        if self._stop.is_set() or len(self._tasks) < 2:
+            return None
+        return ended("dispatcher", self._tasks[1])
 
     async def _listen(self) -> None:
         engine = self._services.engine

@@ -15,6 +15,7 @@ from hangar import retention
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
 from hangar.kit.container import Services
+from hangar.kit.tasks import ended
 from hangar.orgs import service as org_service
 from hangar.webhooks import alerts
 from hangar.webhooks.sender import Sender
@@ -65,6 +66,17 @@ class Worker:
         self.deliveries.request_stop()
         scheduler = [self._scheduler] if self._scheduler is not None else []
         await asyncio.gather(self.deliveries.stop(), *scheduler, return_exceptions=True)
+
+    def failure(self) -> str | None:
+        """Why this worker is no longer alive: its dispatcher or its scheduler ended before
+        it was asked to stop (GET /api/health/live answers 503 with it); None otherwise."""
+        if self._stop.is_set():
+            return None
+        if self._scheduler is not None:
+            why = ended("scheduler", self._scheduler)
+            if why is not None:
+                return why
+        return self.deliveries.failure()
 
     def request_stop(self) -> None:
         """Stop soon (a signal): the scheduler and the dispatcher start nothing new from now

@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import uvicorn
 from fastapi import FastAPI
 
 from hangar.foundation.config import LogLevel
-from hangar.http import metrics_endpoint
+from hangar.http import health, metrics_endpoint
 from hangar.http.error_handlers import install_error_handlers
 from hangar.http.head import HeadAsGet
 from hangar.kit.container import Services
@@ -29,14 +29,17 @@ from hangar.kit.container import Services
 DEFAULT_HOST = "127.0.0.1"
 
 
-def metrics_app(services: Services) -> FastAPI:
-    """GET (and HEAD, as on the server) /metrics over `services`, and the API's JSON 404 for
-    anything else."""
+def metrics_app(services: Services, failure: Callable[[], str | None] | None = None) -> FastAPI:
+    """GET (and HEAD, as on the server) /metrics over `services`, GET /api/health/live
+    (failing with `failure()`'s reason: the worker's), and the API's JSON 404 for anything
+    else."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(HeadAsGet)
     app.state.services = services
     install_error_handlers(app)
     app.include_router(metrics_endpoint.router)
+    app.include_router(health.live_router)
+    app.state.failure = failure
     return app
 
 
@@ -62,11 +65,14 @@ class _Server(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def serving_metrics(
-    services: Services, sock: socket.socket, level: LogLevel
+    services: Services,
+    sock: socket.socket,
+    level: LogLevel,
+    failure: Callable[[], str | None] | None = None,
 ) -> AsyncIterator[None]:
-    """/metrics served on `sock` while the body runs."""
+    """/metrics and /api/health/live served on `sock` while the body runs."""
     config = uvicorn.Config(
-        metrics_app(services),
+        metrics_app(services, failure),
         lifespan="off",
         log_config=None,  # the worker's, as hangar.logs.formats configured it
         log_level=level,
