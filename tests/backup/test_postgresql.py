@@ -56,6 +56,7 @@ async def test_a_postgresql_round_trip_replaces_only_what_it_may(
         assert PASSWORD not in first.stdout + first.stderr
         async with target.begin() as conn:
             await conn.execute(text("UPDATE organizations SET name = 'changed since'"))
+        await target.dispose()  # a connection of hangar's left open is a hangar using it
 
         refused = (await restore.run("restore", str(backup))).refused()
         assert "already holds a database" in refused
@@ -67,6 +68,7 @@ async def test_a_postgresql_round_trip_replaces_only_what_it_may(
         # A table the backup does not hold (a later release's) would outlive --clean.
         async with target.begin() as conn:
             await conn.execute(text("CREATE TABLE later_feature (id int)"))
+        await target.dispose()
         extra = (await restore.run("restore", "--force", str(backup))).refused()
         assert "holds tables this backup does not (later_feature)" in extra
     finally:

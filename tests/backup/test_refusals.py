@@ -5,6 +5,7 @@ a backup is: one private file, a manifest and a self-contained SQLite copy (no W
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import sqlite3
@@ -241,7 +242,8 @@ async def test_a_database_with_tables_is_replaced_only_with_force(
 ) -> None:
     target = into(cli, tmp_path)
     (await target.run("restore", str(made))).json()
-    with sqlite3.connect(tmp_path / "restored.db") as conn:
+    # Closed, not only committed: a process holding the file open is a hangar using it.
+    with contextlib.closing(sqlite3.connect(tmp_path / "restored.db")) as conn, conn:
         conn.execute("UPDATE organizations SET name = 'changed since'")
     refused = (await target.run("restore", str(made))).refused()
     assert refused.endswith("already holds a database: restore into a new one (a new path, or "

@@ -256,6 +256,8 @@ def restore(
                 "new one (a new path, or an empty database made with createdb), or stop "
                 "hangar and pass --force to replace it"
             )
+        if existing:
+            _refuse_if_in_use(database_url)
         if kind_of(database_url) == "sqlite":
             target = _sqlite_target(database_url)
             target.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
@@ -272,7 +274,82 @@ def restore(
                 _pg_restore(copy, database_url, existing, lambda how: progress(f"{made}: {how}"))
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    if "event_log_ends" in _tables(database_url):
+        _move_event_log_ends(database_url)
     return manifest
+
+
+# A restore takes each organization's events log back to the backup: the positions handed out
+# since would be handed out again, and a poller holding a cursor from after the backup would
+# silently skip the new events given them (issue 40: 200 with no items, for ever). Every
+# organization's end moves this far ahead (more events than this between a backup and its
+# restore are out of reach), so every position handed out from now on lies past any cursor
+# issued before the restore: such a cursor keeps working and misses nothing the restored
+# database holds.
+RESTORE_POSITION_GAP = 1 << 32
+_MOVE_ENDS = (
+    "UPDATE event_log_ends SET last_position = last_position + :gap",
+    "INSERT INTO event_log_ends (org_id, last_position) "
+    "SELECT id, :gap FROM organizations WHERE id NOT IN (SELECT org_id FROM event_log_ends)",
+)
+
+
+def _move_event_log_ends(database_url: str) -> None:
+    async def move() -> None:
+        engine = make_engine(database_url, pool_size=1, statement_timeout_s=None)
+        try:
+            async with engine.begin() as conn:
+                for statement in _MOVE_ENDS:
+                    await conn.execute(text(statement), {"gap": RESTORE_POSITION_GAP})
+        finally:
+            await engine.dispose()
+
+    try:
+        asyncio.run(move())
+    except Exception as exc:  # the driver's many errors: each is the one line to show
+        raise BackupError(
+            f"restored, but moving the events log's positions past the backup's failed "
+            f"({exc.__class__.__name__}): run the restore again with --force"
+        ) from None
+
+
+def _refuse_if_in_use(database_url: str) -> None:
+    """--force replaces a database's tables: never under a hangar still using it (issue 40).
+    PostgreSQL says who is connected (pg_stat_activity: hangar names each connection
+    `hangar` or `hangar-read`); a SQLite file is in use while a process of this machine holds
+    it open (/proc/PID/fd, the only way SQLite is shared)."""
+    if kind_of(database_url) == "postgresql":
+        found = _pg_query(
+            database_url,
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND application_name IN ('hangar', 'hangar-read')",
+        )
+        how = "connections named hangar in pg_stat_activity"
+    else:
+        found = [str(pid) for pid in _holding(_sqlite_target(database_url))]
+        how = "processes holding the file open"
+    if found:
+        raise BackupError(
+            f"{without_password(database_url)} is in use by hangar ({len(found)} {how}: "
+            f"{', '.join(sorted(found, key=int)[:5])}): stop every hangar process that uses "
+            "it, then restore"
+        )
+
+
+def _holding(target: Path) -> list[int]:
+    """The other processes of this machine that hold `target` (or its -wal) open."""
+    files = {str(target.resolve()), str(target.resolve()) + "-wal"}
+    holders = []
+    for fd_folder in Path("/proc").glob("[0-9]*/fd"):
+        pid = int(fd_folder.parent.name)
+        if pid == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd) in files for fd in fd_folder.iterdir()):
+                holders.append(pid)
+        except OSError:
+            continue  # gone meanwhile, or another user's: not a hangar of this operator
+    return holders
 
 
 def _check_restorable(manifest: Manifest, database_url: str) -> None:
