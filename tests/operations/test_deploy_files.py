@@ -36,6 +36,7 @@ INSTANCES = {
     "hangar-migrate.service": "hangar-migrate.service",
     "hangar-serve@.service": "hangar-serve@8001.service",
     "hangar-worker@.service": "hangar-worker@1.service",
+    "hangar-backup.service": "hangar-backup.service",
 }
 
 
@@ -43,8 +44,11 @@ INSTANCES = {
 def test_the_units_pass_systemd_analyze_verify(tmp_path: Path, repo_root: Path) -> None:
     for name in UNITS:
         (tmp_path / name).write_text(rendered_unit(name, ENTRY_POINT, repo_root))
+    # The timer, beside the service it starts.
+    (tmp_path / "hangar-backup.timer").write_text((DEPLOY / "hangar-backup.timer").read_text())
+    units = [str(tmp_path / INSTANCES[n]) for n in UNITS] + [str(tmp_path / "hangar-backup.timer")]
     checked = subprocess.run(  # noqa: S603
-        [SYSTEMD_ANALYZE or "", "verify", *(str(tmp_path / INSTANCES[n]) for n in UNITS)],
+        [SYSTEMD_ANALYZE or "", "verify", *units],
         capture_output=True,
         text=True,
         timeout=60,
@@ -72,7 +76,9 @@ def test_each_unit_scores_at_most_4_in_systemd_analyze_security(unit: str) -> No
     assert float(found[1]) <= MOST_EXPOSED, "\n".join(open_)
 
 
-@pytest.mark.parametrize("unit", ["hangar-serve@.service", "hangar-worker@.service"])
+@pytest.mark.parametrize(
+    "unit", ["hangar-serve@.service", "hangar-worker@.service", "hangar-backup.service"]
+)
 def test_the_units_start_commands_hangar_has(unit: str, repo_root: Path) -> None:
     argv = exec_start(rendered_unit(unit, ENTRY_POINT, repo_root))
     argv = [arg.replace("%i", "8001") for arg in argv]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -38,11 +39,25 @@ def progress(message: str) -> None:
     typer.echo(f"hangar: {message}", err=True)
 
 
+# A scheduled backup's file in a folder: its UTC time, which also orders them.
+SCHEDULED = "hangar-{:%Y%m%dT%H%M%SZ}.tar"
+SCHEDULED_PATTERN = re.compile(r"hangar-\d{8}T\d{6}Z\.tar")
+
+
 def backup(
     path: BackupPath,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace PATH if it exists")
     ] = False,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            "--keep",
+            metavar="N",
+            help="PATH is a folder: write hangar-<UTC time>.tar in it, then delete the oldest "
+            "such files beyond the newest N",
+        ),
+    ] = None,
 ) -> None:
     """Write a backup of the database (HANGAR_DATABASE_URL) to PATH, one file.
 
@@ -57,6 +72,10 @@ def backup(
     beside the database): keep the key apart, somewhere as safe. Without it no webhook secret in
     the backup can be read; with it, anyone holding a copy of the backup could read them.
 
+    With --keep N, PATH is a folder (a timer's, as deploy/hangar-backup.timer runs it): the
+    backup goes to PATH/hangar-<UTC time>.tar, and once it is whole the oldest files of that
+    name beyond the newest N are deleted (no other file in the folder is touched).
+
     Take one daily and before every upgrade; see the README's "Backups"."""
     url = _environment().get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
     source = sqlite_path(url)
@@ -64,6 +83,13 @@ def backup(
     # at a mistyped path, and a backup of nothing.
     if source is not None and not source.is_file():
         fail(f"no database at {source}: set HANGAR_DATABASE_URL to the database to back up")
+    folder = None
+    if keep is not None:
+        if keep < 1:
+            fail(f"--keep must be 1 or more backups, not {keep}")
+        if not path.is_dir():
+            fail(f"with --keep, PATH is the folder the backups go to: {path} is not a folder")
+        folder, path = path, path / SCHEDULED.format(SystemClock().now())
     current = settings()
     keys = Keys(current.secret_key, current.previous_secret_keys)
     try:
@@ -77,7 +103,18 @@ def backup(
         )
     except BackupError as exc:
         fail(str(exc))
-    emit({"backup": str(path), **summary(manifest)})
+    pruned = _prune(folder, keep) if folder is not None and keep is not None else []
+    emit({"backup": str(path), **summary(manifest), **({"pruned": pruned} if folder else {})})
+
+
+def _prune(folder: Path, keep: int) -> list[str]:
+    """Deletes the oldest scheduled backups in `folder` beyond the newest `keep`; their names."""
+    made = sorted(p.name for p in folder.iterdir() if SCHEDULED_PATTERN.fullmatch(p.name))
+    gone = made[:-keep]
+    for name in gone:
+        (folder / name).unlink(missing_ok=True)
+        progress(f"deleted {name}: older than the newest {keep}")
+    return gone
 
 
 def restore(

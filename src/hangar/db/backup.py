@@ -261,8 +261,11 @@ def restore(
         if kind_of(database_url) == "sqlite":
             target = _sqlite_target(database_url)
             target.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+            # The copy out of the tar, then the database written from it: twice its size.
+            _check_room(target.parent, 2 * manifest.size)
             work = _private_folder(target.parent, ".hangar-restore-")
         else:
+            _check_room(Path(tempfile.gettempdir()), manifest.size)
             work = _private_folder(Path(tempfile.gettempdir()), "hangar-restore-")
         try:
             copy = work / manifest.file
@@ -311,6 +314,25 @@ def _move_event_log_ends(database_url: str) -> None:
             f"restored, but moving the events log's positions past the backup's failed "
             f"({exc.__class__.__name__}): run the restore again with --force"
         ) from None
+
+
+# Besides the copies themselves: the filesystem's own needs, and SQLite's journal.
+ROOM_MARGIN = 16 * 1024 * 1024
+
+
+def _check_room(folder: Path, needed: int) -> None:
+    """Refuses before writing anything when `folder`'s filesystem lacks room for `needed`
+    bytes: a restore that fills the disk halfway fails worse, beside the live database."""
+    free = shutil.disk_usage(folder).free
+    if free < needed + ROOM_MARGIN:
+        raise BackupError(
+            f"restoring needs about {_mb(needed + ROOM_MARGIN)} free in {folder} and it has "
+            f"{_mb(free)}: free some space there, or restore somewhere with more"
+        )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:,.0f} MB"
 
 
 def _refuse_if_in_use(database_url: str) -> None:
@@ -538,6 +560,12 @@ def _opened(path: Path) -> Iterator[tarfile.TarFile]:
         ) from None
     with archive:
         yield archive
+
+
+def read_manifest(path: Path) -> Manifest:
+    """The manifest of the backup at `path`, checked as a restore checks it."""
+    with _opened(path) as archive:
+        return _manifest(path, archive)
 
 
 def _manifest(path: Path, archive: tarfile.TarFile) -> Manifest:
