@@ -72,6 +72,7 @@ WEBHOOK_URL = "https://93.184.215.14/hangar-smoke"
 # is exactly the app's list, so a new page cannot be left out of the check.
 GET_ROUTES = (
     "/api/health",
+    "/api/health/live",
     "/api/health/ready",
     "/metrics",
     "/api/v1/external/openapi.json",

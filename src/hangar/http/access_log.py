@@ -248,7 +248,7 @@ class RedactCredentials(logging.Filter):
 # quiet service's log is not made of them. The paths of hangar.http.health and
 # hangar.http.metrics_endpoint, spelled here so that every command's logging imports no web
 # framework.
-QUIET_PATHS = frozenset({"/api/health", "/api/health/ready", "/metrics"})
+QUIET_PATHS = frozenset({"/api/health", "/api/health/live", "/api/health/ready", "/metrics"})
 
 
 class QuietProbes(logging.Filter):
