@@ -51,7 +51,7 @@ async def test_a_database_in_use_is_not_replaced_until_its_hangar_stops(
         else:
             held = await target.connect()
             await held.execute(text("SELECT 1"))
-            how = "connections named hangar in pg_stat_activity"
+            how = "connections named hangar/VERSION in pg_stat_activity"
         refused = (await cli.run("restore", "--force", str(backup))).refused()
         assert "is in use by hangar (" in refused
         assert how in refused

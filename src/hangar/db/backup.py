@@ -316,6 +316,13 @@ def _move_event_log_ends(database_url: str) -> None:
         ) from None
 
 
+# The other connections of hangar's to this database (pid, application name), of any release:
+# hangar.db.engine and hangar.db.reads name each one.
+HANGAR_CONNECTIONS = (
+    "SELECT pid, application_name FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+    "AND (application_name LIKE 'hangar/%' OR application_name LIKE 'hangar-read/%')"
+)
 # Besides the copies themselves: the filesystem's own needs, and SQLite's journal.
 ROOM_MARGIN = 16 * 1024 * 1024
 
@@ -338,15 +345,11 @@ def _mb(size: int) -> str:
 def _refuse_if_in_use(database_url: str) -> None:
     """--force replaces a database's tables: never under a hangar still using it (issue 40).
     PostgreSQL says who is connected (pg_stat_activity: hangar names each connection
-    `hangar` or `hangar-read`); a SQLite file is in use while a process of this machine holds
-    it open (/proc/PID/fd, the only way SQLite is shared)."""
+    `hangar/VERSION` or `hangar-read/VERSION`); a SQLite file is in use while a process of
+    this machine holds it open (/proc/PID/fd, the only way SQLite is shared)."""
     if kind_of(database_url) == "postgresql":
-        found = _pg_query(
-            database_url,
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND application_name IN ('hangar', 'hangar-read')",
-        )
-        how = "connections named hangar in pg_stat_activity"
+        found = _pg_query(database_url, HANGAR_CONNECTIONS)
+        how = "connections named hangar/VERSION in pg_stat_activity"
     else:
         found = [str(pid) for pid in _holding(_sqlite_target(database_url))]
         how = "processes holding the file open"

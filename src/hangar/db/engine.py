@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
 from sqlalchemy.util.concurrency import await_
 
+from hangar import __version__
 from hangar.foundation.metrics import DB_CONNECTIONS_IN_USE, DB_CONNECTIONS_WAITING
 
 CONNECT_TIMEOUT_S = 5.0
@@ -43,8 +44,9 @@ STATEMENT_TIMEOUT_S = 15.0
 READ_STATEMENT_TIMEOUT_S = 5.0
 STATEMENT_GRACE_S = 1.0
 PING_TIMEOUT_S = 2.0
-# What pg_stat_activity (and a PgBouncer's SHOW CLIENTS) names every connection of hangar's.
-APPLICATION_NAME = "hangar"
+# What pg_stat_activity (and a PgBouncer's SHOW CLIENTS) names every connection of hangar's,
+# with the release, so that `hangar db status` can say which releases use a database.
+APPLICATION_NAME = f"hangar/{__version__}"
 
 
 def async_url(database_url: str) -> str:

@@ -60,6 +60,18 @@ def code_revisions() -> Revisions:
     )
 
 
+def pending_revisions(at: frozenset[str]) -> list[str]:
+    """What `hangar db upgrade` would apply to a database at `at`, in the order it would
+    (none for a database at this code's head or ahead of it)."""
+    code = code_revisions()
+    if at == code.heads or at - code.known:
+        return []
+    scripts = ScriptDirectory.from_config(alembic_config())
+    lower = next(iter(at)) if len(at) == 1 else "base"
+    found = scripts.iterate_revisions("heads", lower)
+    return [script.revision for script in reversed(list(found))]
+
+
 # Alembic's MigrationContext logs two lines at info each time it is made ("Context impl ...",
 # "Will assume ..."): right while migrating, noise on every readiness probe, which makes one.
 _reading_revisions: ContextVar[bool] = ContextVar("hangar_reading_revisions", default=False)

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import sqltypes
 
+from hangar import __version__
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import READ_STATEMENT_TIMEOUT_S, make_engine, pg_connect_args
 
@@ -79,7 +80,7 @@ async def _nothing_to_reset(_connection: asyncpg.Connection) -> None:
     transaction asyncpg still rolls back itself, before this is called."""
 
 
-READ_POOL_NAME = "hangar-read"
+READ_POOL_NAME = f"hangar-read/{__version__}"
 
 
 class _PgReads:
