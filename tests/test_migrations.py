@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.base import UTCDateTime
 from hangar.db.engine import make_engine
-from hangar.db.migrate import alembic_config, upgrade_async
+from hangar.db.migrate import alembic_config, code_revisions, upgrade_async
 from hangar.foundation.ids import new_id
 from hangar.webhooks.url_parsing import parse_webhook_url
 
@@ -799,8 +799,9 @@ async def test_0016_adds_recover_and_the_disabled_notices_and_goes_back(
 
 
 async def test_0017_adds_the_secret_key_check_empty_and_goes_back(blank_database_url: str) -> None:
-    """0017 (issue 40): a new, empty table (the first process to start fills it), which the
-    way back drops."""
+    """0017 (issue 40): two new tables, the key check empty (the first process to start
+    fills it), the schema's compatibility written by the upgrade to the head (0017 is an
+    expand step: 0016's code still works on it); the way back drops both."""
     url = blank_database_url
     checks = sa.table(
         "secret_key_checks",
@@ -812,11 +813,16 @@ async def test_0017_adds_the_secret_key_check_empty_and_goes_back(blank_database
     def tables(sync: Any) -> set[str]:
         return set(sa.inspect(sync).get_table_names())
 
+    compatibility = sa.table("schema_compatibility", sa.column("oldest_head", sa.String()))
+
     async with at_revision(url, "0016") as engine:
         await upgrade_async(url, "0017")
         async with engine.begin() as conn:
             assert await conn.scalar(sa.select(sa.func.count()).select_from(checks)) == 0
             await conn.execute(sa.insert(checks).values(id=1, fingerprint="f" * 64, set_at=T))
+            if code_revisions().heads == {"0017"}:
+                oldest = await conn.scalars(sa.select(compatibility.c.oldest_head))
+                assert list(oldest) == ["0016"]
         await asyncio.to_thread(command.downgrade, alembic_config(url), "0016")
         async with engine.connect() as conn:
-            assert "secret_key_checks" not in await conn.run_sync(tables)
+            assert not {"secret_key_checks", "schema_compatibility"} & await conn.run_sync(tables)

@@ -165,16 +165,38 @@ async def test_not_ready_while_the_database_is_behind_the_code(
     assert ready.status_code == 200, ready.text
 
 
-async def test_not_ready_when_a_newer_release_migrated_the_database(
+async def test_not_ready_when_a_newer_release_migrated_to_a_schema_it_cannot_use(
     services: Services, blank_engine: tuple[str, AsyncEngine]
 ) -> None:
     url, engine = blank_engine
     await upgrade_async(url)
     async with engine.begin() as conn:
         await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        # A contract step: only 9999's own code works on it.
+        await conn.execute(text("UPDATE schema_compatibility SET oldest_head = '9999'"))
     response = await health_of(replace(services, engine=engine), READY)
     assert_not_ready(response, database="ok", migrations="unknown revision")
     assert "9999" in response.json()["detail"]
+    assert "cannot use" in response.json()["detail"]
+
+
+async def test_ready_when_a_newer_release_migrated_to_a_schema_it_still_works_on(
+    services: Services, blank_engine: tuple[str, AsyncEngine]
+) -> None:
+    """Expand steps leave the previous release serving during an upgrade (issue 40: every
+    old instance went unready at once): the newer schema names the oldest head whose code
+    still works on it, and a release at or past that head stays ready."""
+    url, engine = blank_engine
+    await upgrade_async(url)
+    (head,) = code_revisions().heads
+    async with engine.begin() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        await conn.execute(
+            text("UPDATE schema_compatibility SET oldest_head = :head"), {"head": head}
+        )
+    response = await health_of(replace(services, engine=engine), READY)
+    assert response.status_code == 200, response.text
+    assert response.json()["checks"]["migrations"] == "newer, compatible"
 
 
 async def test_not_ready_once_the_database_records_a_key_this_process_does_not_hold(

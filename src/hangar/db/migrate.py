@@ -12,8 +12,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import Integer, String
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Mapped, mapped_column
 
+from hangar.db.base import Base
 from hangar.db.engine import async_url
 
 # Alembic's package-resource form: the scripts are found through the installed package
@@ -58,6 +61,30 @@ def code_revisions() -> Revisions:
         heads=frozenset(scripts.get_heads()),
         known=frozenset(script.revision for script in scripts.walk_revisions()),
     )
+
+
+class SchemaCompatibility(Base):
+    """One row: what `oldest_compatible_head` was for the code that last migrated to its head."""
+
+    __tablename__ = "schema_compatibility"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    oldest_head: Mapped[str] = mapped_column(String(32))
+
+
+@cache
+def oldest_compatible_head() -> str:
+    """The oldest migration head whose code still works on this code's schema.
+
+    Each migration says what code it leaves working in its module's `oldest_compatible` (an
+    expand step, such as a new table or a nullable column, leaves the previous head's code
+    working); one that does not say is a contract step, which only its own code survives.
+    The schema at the head serves the code of the latest such floor along the way: a
+    release at or after it stays ready on this schema (hangar.http.health)."""
+    scripts = ScriptDirectory.from_config(alembic_config())
+    chain = list(reversed(list(scripts.walk_revisions())))  # base first
+    order = {script.revision: n for n, script in enumerate(chain)}
+    floors = [getattr(s.module, "oldest_compatible", s.revision) for s in chain]
+    return max(floors, key=order.__getitem__)
 
 
 def pending_revisions(at: frozenset[str]) -> list[str]:

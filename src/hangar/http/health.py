@@ -4,13 +4,16 @@
 GET /api/health/live, for liveness probes: whether this process works, asking no datastore.
 
 GET /api/health/ready, for load balancers: whether *this* instance can serve: its database
-answers, its migrations are this code's head, it holds the key the database's secrets are
-sealed with (hangar.db.key_check), and its server is not stopping. Redis is
-reported in its checks but does not make it unready: while Redis is down every instance
-still serves (the rate limits count in-process, hangar.kit.ratelimit), and failing them all
-at once would pull the whole service. A process whose database is behind, or was migrated
-by a newer release, is up but should get no traffic: /api/health says the former,
-/api/health/ready the latter.
+answers, its migrations are this code's head (or a newer release's that still serves this
+one), it holds the key the database's secrets are sealed with (hangar.db.key_check), and its
+server is not stopping. Redis is reported in its checks but does not make it unready: while
+Redis is down every instance still serves (the rate limits count in-process,
+hangar.kit.ratelimit), and failing them all at once would pull the whole service. A process
+whose database is behind, or was migrated by a newer release to a schema it cannot use, is
+up but should get no traffic: /api/health says the former, /api/health/ready the latter. A
+newer schema that names this release's head (or an earlier one) as still working on it
+(hangar.db.migrate.oldest_compatible_head) keeps it ready: a rolling upgrade does not pull
+the old instances.
 
 Both run their checks side by side and answer within `_TIMEOUT` whatever the stores do: a
 check still running then is cancelled and left to finish on its own (giving up a connection
@@ -26,11 +29,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
-from sqlalchemy import text
+from sqlalchemy import select, text
 from starlette.responses import Response
 
 from hangar.db import key_check
-from hangar.db.migrate import Revisions, code_revisions, database_revisions
+from hangar.db.migrate import (
+    Revisions,
+    SchemaCompatibility,
+    code_revisions,
+    database_revisions,
+)
 from hangar.foundation.metrics import REDIS_UP
 from hangar.http.error_handlers import error_response
 from hangar.http.responses import json_response
@@ -52,6 +60,8 @@ NOT_CONFIGURED = "not configured"
 NOT_CHECKED = "not checked"  # the migrations, when the database did not answer
 BEHIND = "behind"
 UNKNOWN_REVISION = "unknown revision"
+# A newer release migrated the database, to a schema this release still works on: ready.
+COMPATIBLE = "newer, compatible"
 WRONG_KEY = "wrong key"
 
 # Checks given up on, kept until they end (the loop holds tasks only weakly).
@@ -143,26 +153,37 @@ async def _schema(services: Services, seconds: float) -> tuple[Check, Check, Che
     """(database, migrations, secret key): one connection answers all three."""
     code = code_revisions()
 
-    async def read() -> tuple[frozenset[str], str | None]:
+    async def read() -> tuple[frozenset[str], str | None, str | None]:
         async with services.engine.connect() as conn:
             found = await conn.run_sync(database_revisions)
-            # The key's record exists from this code's head on; behind it, it may not.
-            return found, await key_check.recorded(conn) if found == code.heads else None
+            newer = bool(found - code.known)
+            # Both records exist from this code's head on (and so past it); behind, not yet.
+            at_or_past = found == code.heads or newer
+            fingerprint = await key_check.recorded(conn) if at_or_past else None
+            oldest = await conn.scalar(select(SchemaCompatibility.oldest_head)) if newer else None
+            return found, fingerprint, oldest
 
     database, read_back = await _bounded("database", read(), seconds)
     if read_back is None:
         return database, Check(NOT_CHECKED), Check(NOT_CHECKED)
-    found, fingerprint = read_back
-    return database, _migrations(found, code), _secret_key(services, fingerprint)
+    found, fingerprint, oldest = read_back
+    return database, _migrations(found, code, oldest), _secret_key(services, fingerprint)
 
 
-def _migrations(found: frozenset[str], code: Revisions) -> Check:
+def _migrations(found: frozenset[str], code: Revisions, oldest: str | None) -> Check:
     if found == code.heads:
         return Check(OK)
     at, head = ", ".join(sorted(found)), ", ".join(sorted(code.heads))
     if found - code.known:
-        # A revision this code has no script for: a newer release migrated the database.
-        why = f"the database is at migration {at}, which this release (at {head}) does not know"
+        # A revision this code has no script for: a newer release migrated the database. It
+        # says which releases its schema still serves: the oldest head whose code works on
+        # it. One this code knows is this release's head or before it.
+        if oldest is not None and oldest in code.known:
+            return Check(COMPATIBLE)
+        why = (
+            f"the database is at migration {at}, which this release (at {head}) does not know "
+            "and whose schema it cannot use"
+        )
         return Check(UNKNOWN_REVISION, why)
     where = f"at migration {at}" if found else "not migrated"
     why = f"the database is {where}, behind this release's {head} (run `hangar db upgrade`)"

@@ -4,6 +4,7 @@ from hangar.accounts.models import PasswordReset
 from hangar.auth.models import User, UserSession
 from hangar.db.base import Base
 from hangar.db.key_check import SecretKeyCheck
+from hangar.db.migrate import SchemaCompatibility
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.jobs.models import JobTick
 from hangar.keys.models import ApiKey
@@ -41,6 +42,7 @@ __all__ = [
     "Reservation",
     "ReservationChanges",
     "Role",
+    "SchemaCompatibility",
     "SecretKeyCheck",
     "Squawk",
     "Subscription",

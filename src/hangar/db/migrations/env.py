@@ -17,7 +17,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from hangar.db.engine import pg_connect_args
-from hangar.db.migrate import MIGRATION_LOCK
+from hangar.db.migrate import (
+    MIGRATION_LOCK,
+    code_revisions,
+    database_revisions,
+    oldest_compatible_head,
+)
 
 target_metadata = context.config.attributes.get("target_metadata")
 log = logging.getLogger("hangar.db")
@@ -33,6 +38,14 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+        # At this code's head: which older releases still work on the schema, for their
+        # readiness (they cannot read this code's scripts).
+        if database_revisions(connection) == code_revisions().heads:
+            connection.execute(text("DELETE FROM schema_compatibility"))
+            connection.execute(
+                text("INSERT INTO schema_compatibility (id, oldest_head) VALUES (1, :head)"),
+                {"head": oldest_compatible_head()},
+            )
 
 
 def _serialised(connection: Connection) -> None:
