@@ -88,7 +88,8 @@ async def test_a_backup_under_writes_and_deliveries_restores_every_committed_row
 
     async with squawks_reported(member, hooks, committed):
         await eventually(lambda: len(committed) >= 5, BOUND_S, "squawks reported")
-        await eventually(lambda: hooks.receiver.requests, BOUND_S, "a delivery")
+        # Received is not yet recorded: wait for an outcome's commit.
+        await eventually(lambda: succeeded(services.engine, sub_id), BOUND_S, "a delivery")
         # What is committed now is committed before the backup starts.
         before = list(committed)
         delivered_before = await succeeded(services.engine, sub_id)
