@@ -191,7 +191,13 @@ async def test_one_destination_that_hangs_holds_at_most_its_share_across_organiz
         held = await flying(services.engine, services.clock.now(), destination=destination)
         assert DESTINATION_MAX_IN_FLIGHT <= held <= DESTINATION_MAX_IN_FLIGHT + over
         await healthy_delivery_arrives(services, other, healthy_receiver, workers)
-        assert receiver.in_flight["/partner"] == held
+        # Every leased attempt reaches the endpoint, none beyond: on a loaded machine the
+        # second worker's fifty new TLS connections may still be opening as the healthy
+        # delivery arrives.
+        await until(
+            lambda: receiver.in_flight["/partner"] == held, "a leased attempt never arrived"
+        )
+        assert receiver.most_in_flight["/partner"] == held
     finally:
         await workers.end(hang)
 
