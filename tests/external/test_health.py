@@ -6,7 +6,6 @@ the stores do: a hung database or Redis is a port that accepts and never answers
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -264,23 +263,6 @@ async def test_ready_reporting_redis_when_it_is_configured_and_unreachable(
     if REDIS_URL:
         assert (await health_of(services, READY)).status_code == 200
         assert redis_up() == 1
-
-
-@pytest.fixture
-async def silent_port() -> AsyncIterator[int]:
-    """A port that accepts connections and never answers: a Redis that hangs."""
-    held: list[asyncio.StreamWriter] = []
-
-    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    yield int(server.sockets[0].getsockname()[1])
-    for writer in held:
-        writer.close()
-    server.close()
-    with contextlib.suppress(Exception):
-        await server.wait_closed()
 
 
 async def test_a_hanging_redis_does_not_hang_the_probe(

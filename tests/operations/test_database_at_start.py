@@ -4,9 +4,7 @@ every connection hangar opens names itself in pg_stat_activity."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
@@ -15,23 +13,6 @@ from hangar.db import engine as engines
 from hangar.db.engine import APPLICATION_NAME, make_engine
 from hangar.db.migrate import upgrade_async
 from tests.fixtures.environment import PG_URL
-
-
-@pytest.fixture
-async def silent_port() -> AsyncIterator[int]:
-    """A port that accepts connections and never answers: a PostgreSQL that hangs."""
-    held: list[asyncio.StreamWriter] = []
-
-    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    yield int(server.sockets[0].getsockname()[1])
-    for writer in held:
-        writer.close()
-    server.close()
-    with contextlib.suppress(Exception):
-        await server.wait_closed()
 
 
 async def test_migrating_a_database_that_never_answers_fails_at_the_connect_deadline(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 import pytest
 from sqlalchemy import text
@@ -15,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.db.engine import make_engine
 from hangar.db.migrate import MIGRATION_LOCK, code_revisions, database_revisions, upgrade_async
 from tests.fixtures.environment import PG_URL
+from tests.fixtures.subprocesses import eventually
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="an advisory lock is PostgreSQL's")
 BOUND = 30.0
@@ -31,12 +31,13 @@ async def test_a_second_migration_waits_for_the_first_then_finds_nothing_to_do(
             await holder.commit()
             with caplog.at_level(logging.INFO, logger="hangar.db"):
                 migrating = asyncio.ensure_future(upgrade_async(blank_database_url))
-                started = time.monotonic()
                 async with engine.connect() as watcher:
-                    while not await _waiting_for_the_lock(watcher):
+
+                    async def waiting() -> bool:
                         assert not migrating.done(), migrating
-                        assert time.monotonic() - started < BOUND, "never waited for the lock"
-                        await asyncio.sleep(0.02)
+                        return await _waiting_for_the_lock(watcher)
+
+                    await eventually(waiting, BOUND, "the migration waiting for the lock")
                 assert not migrating.done()
                 await holder.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
                 await holder.commit()

@@ -5,7 +5,6 @@ either ended without being asked to stop. Stopping is not dying."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import httpx
 import pytest
@@ -14,6 +13,7 @@ from hangar.kit.container import Services
 from hangar.webhooks.sender import Sender
 from hangar.wiring.worker import Worker
 from hangar.wiring.worker_metrics import metrics_app
+from tests.fixtures.subprocesses import eventually
 
 BOUND = 15.0
 
@@ -42,10 +42,7 @@ async def test_a_worker_whose_dispatcher_died_is_not_alive(
 
         monkeypatch.setattr(broken.dispatcher, "run", dies)
         await broken.start()
-        started = time.monotonic()
-        while broken.failure() is None:
-            assert time.monotonic() - started < BOUND
-            await asyncio.sleep(0.01)
+        await eventually(broken.failure, BOUND, "the dispatcher's end seen")
         answer = await live(services, broken)
         assert answer.status_code == 503, answer.text
         body = answer.json()

@@ -294,17 +294,7 @@ class Dispatcher:
             # Disabled: skipped, and never replayed when the subscription is enabled again.
             now = self._clock.now()
             skipped = await self._recorder.write(
-                Outcome(
-                    delivery_id=delivery.id,
-                    subscription_id=delivery.subscription_id,
-                    lease_until=delivery.lease_until,
-                    status="skipped",
-                    attempts_made=delivery.attempts_made,
-                    next_attempt_at=None,
-                    completed_at=now,
-                    attempt=None,
-                    counts=None,
-                )
+                _unattempted(delivery, "skipped", completed_at=now)
             )
             if skipped:
                 DELIVERIES_FINISHED.labels(event_label(delivery.event_name), "skipped").inc()
@@ -358,17 +348,7 @@ class Dispatcher:
             },
         )
         held = await self._recorder.write(
-            Outcome(
-                delivery_id=delivery.id,
-                subscription_id=delivery.subscription_id,
-                lease_until=delivery.lease_until,
-                status="pending",
-                attempts_made=delivery.attempts_made,
-                next_attempt_at=retry_at,
-                completed_at=None,
-                attempt=None,
-                counts=None,
-            )
+            _unattempted(delivery, "pending", next_attempt_at=retry_at)
         )
         if held:
             wait = (retry_at - now).total_seconds() + 0.005
@@ -402,6 +382,28 @@ class Dispatcher:
             asyncio.get_running_loop().call_later(wait, self.kick)
         else:
             DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
+
+
+def _unattempted(
+    delivery: Claimed,
+    status: str,
+    *,
+    next_attempt_at: datetime | None = None,
+    completed_at: datetime | None = None,
+) -> Outcome:
+    """The outcome of a delivery nothing was sent for (skipped, or held): its attempts and its
+    subscription's run of failures as they were."""
+    return Outcome(
+        delivery_id=delivery.id,
+        subscription_id=delivery.subscription_id,
+        lease_until=delivery.lease_until,
+        status=status,
+        attempts_made=delivery.attempts_made,
+        next_attempt_at=next_attempt_at,
+        completed_at=completed_at,
+        attempt=None,
+        counts=None,
+    )
 
 
 def _log_attempt(delivery: Claimed, outcome: Outcome, result: AttemptResult, now: datetime) -> None:
