@@ -27,10 +27,8 @@ HEADER = """\
 # requirements.lock (those the tests run with), without the development tools.
 # Made from requirements.lock by `./dev lock` (scripts/production_lock.py): do not edit.
 # Ships beside the wheel (`./dev release`); README, "Installing for production":
-#   python3 -m venv /opt/hangar-VERSION &&
-#   /opt/hangar-VERSION/bin/pip install --require-hashes -r requirements-production.lock &&
-#   /opt/hangar-VERSION/bin/pip install --no-deps hangar-VERSION-py3-none-any.whl &&
-#   ln -sfn /opt/hangar-VERSION /opt/hangar
+#   sh deploy/container/install.sh /opt/hangar-VERSION . && ln -sfn /opt/hangar-VERSION /opt/hangar
+# (a fresh environment: this lock, hashes checked, wheels only, then the wheel alone)
 """
 
 

@@ -17,26 +17,24 @@ from scripts.smoke_installed import build_wheel
 DIST = ROOT / "dist"
 
 
-def install_command(wheel: str, lock: str) -> str:
-    """README's one command: a fresh environment per release, /opt/hangar its link."""
+def install_command(wheel: str) -> str:
+    """README's one command: a fresh environment per release, made by the container image's
+    own install step (deploy/container/install.sh), /opt/hangar its link."""
     version = wheel.split("-")[1]
     venv = f"/opt/hangar-{version}"
-    return (
-        f"python3 -m venv {venv} && {venv}/bin/pip install --require-hashes -r {lock} && "
-        f"{venv}/bin/pip install --no-deps {wheel} && ln -sfn {venv} /opt/hangar"
-    )
+    return f"sh deploy/container/install.sh {venv} . && ln -sfn {venv} /opt/hangar"
 
 
-def main() -> None:
-    DIST.mkdir(exist_ok=True)
+def main(dist: Path = DIST) -> None:
+    dist.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hangar-release-") as work:
-        wheel = Path(shutil.copy2(build_wheel(Path(work)), DIST))
-    lock = Path(shutil.copy2(PRODUCTION_LOCK, DIST))
-    deploy = Path(shutil.copytree(ROOT / "deploy", DIST / "deploy", dirs_exist_ok=True))
+        wheel = Path(shutil.copy2(build_wheel(Path(work)), dist))
+    lock = Path(shutil.copy2(PRODUCTION_LOCK, dist))
+    deploy = Path(shutil.copytree(ROOT / "deploy", dist / "deploy", dirs_exist_ok=True))
     for made in (wheel, lock, deploy):
-        print(made.relative_to(ROOT))
-    command = install_command(wheel.name, lock.name)
-    print(f"installed on each machine, in dist/, as root, with:\n  {command}")
+        print(made.relative_to(dist.parent))
+    command = install_command(wheel.name)
+    print(f"installed on each machine, in {dist.name}/, as root, with:\n  {command}")
 
 
 if __name__ == "__main__":

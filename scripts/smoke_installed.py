@@ -1,7 +1,8 @@
 """Installed = checkout: run hangar as an operator installs it, and request everything.
 
-Builds the wheel, installs it as README's production install does (the dependencies from
-requirements-production.lock, hashes checked, then the wheel) into a fresh virtual
+Builds the wheel, installs it as the container image does, with the Dockerfile's own
+deploy/container/install.sh (the dependencies from requirements-production.lock, hashes
+checked, wheels only, then the wheel: README's production install too) into a fresh virtual
 environment in a temporary directory outside the checkout, makes an organization, an admin,
 a key with every scope, rows, an invitation and a password reset link through the
 installed `hangar` command, starts `hangar serve` on a fresh SQLite
@@ -51,6 +52,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION_LOCK = ROOT / "requirements-production.lock"  # scripts/production_lock.py
+INSTALL_SCRIPT = ROOT / "deploy" / "container" / "install.sh"  # the Dockerfile's install
 # What the build reads: the package and the files its metadata names.
 SOURCES = ("src", "pyproject.toml", "README.md", "CHANGELOG.md")
 SCOPES = (
@@ -171,15 +173,17 @@ def build_wheel(work: Path) -> Path:
 
 
 def install(work: Path, wheel: Path) -> Path:
-    venv = work / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], timeout=120)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    # README's production install: the lock shipped with the release (every dependency
-    # pinned with hashes, or pip refuses), then the wheel alone.
-    run([*pip, "install", "--require-hashes", "-r", str(PRODUCTION_LOCK)], timeout=900)
-    run([*pip, "install", "--no-deps", str(wheel)], timeout=300)
-    run([*pip, "check"], timeout=120)  # the wheel's declared dependencies are all there
-    listed = json.loads(run([*pip[:-1], "list", "--format=json"], timeout=120))  # not -q
+    """The container image's install (deploy/container/install.sh, which the Dockerfile runs)
+    and README's production install alike: a fresh environment holding the release's lock
+    (every dependency pinned with hashes, wheels only), then the wheel alone."""
+    venv, release = work / "venv", work / "release"
+    release.mkdir()
+    shutil.copy2(wheel, release)
+    shutil.copy2(PRODUCTION_LOCK, release)
+    env = os.environ | {"PYTHON": sys.executable}
+    run(["sh", str(INSTALL_SCRIPT), str(venv), str(release)], env=env, timeout=900)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    listed = json.loads(run([*pip, "list", "--format=json"], timeout=120))
     size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file() and not f.is_symlink())
     say(f"   {venv}: {len(listed)} packages (hangar and pip among them), {size / 1e6:.0f} MB")
     return venv
