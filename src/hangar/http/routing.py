@@ -16,7 +16,9 @@ from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hangar.foundation.ids import parse_id
 from hangar.kit.container import Services
@@ -145,6 +147,10 @@ def _large_body(request: Request) -> bool:
 class JsonRoute(APIRoute):
     """The JSON API's routes.
 
+    - No answer may be kept by a cache, browser's or proxy's (`_no_store`): they carry
+      credentials (a new key, a webhook secret, an invitation link, the session's CSRF
+      token) or an organization's data for one signed-in user.
+
     - Who is calling is settled before the body is read: FastAPI reads and parses a route's
       body before solving its dependencies, so an anonymous client could make every session
       route parse up to its cap (a megabyte of JSON) for a 401. The route's `before_body`
@@ -154,6 +160,12 @@ class JsonRoute(APIRoute):
       last value silently (`{"role": "member", "role": "admin"}` would read as one thing to
       a reviewer and another to hangar).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Around the route's whole answer, the app's error handlers' included (Starlette
+        # runs them inside the route), so a refusal or a validation error is not kept either.
+        self.app = _no_store(self.app)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -171,3 +183,16 @@ class JsonRoute(APIRoute):
             return await handler(strict)
 
         return route
+
+
+def _no_store(app: ASGIApp) -> ASGIApp:
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_no_store(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await app(scope, receive, send_no_store)
+
+    return answer

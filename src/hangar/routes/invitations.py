@@ -39,16 +39,10 @@ class NewPassword(RequestBody):
     password: str = Field(min_length=passwords.MIN_LENGTH, max_length=passwords.MAX_LENGTH)
 
 
-def _no_store(response: Response) -> Response:
-    # The answers concern a live credential (the link): no cache may keep them.
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
 @router.get("")
 async def show(conn: Tx, now: Now, token: str) -> Response:
     found = await service.open_link(conn, token, now)
-    return _no_store(json_response(found.public()))
+    return json_response(found.public())
 
 
 @router.post("/accept")
@@ -59,7 +53,7 @@ async def accept(
     now: Now,
 ) -> Response:
     await service.accept(conn, token, signed_in.user_id, now)
-    return _no_store(json_response(await actors.session_view(conn, signed_in)))
+    return json_response(await actors.session_view(conn, signed_in))
 
 
 @router.post("/password", dependencies=[Depends(csrf_if_signed_in)])
@@ -67,4 +61,4 @@ async def set_password(services: ServicesDep, token: str, body: NewPassword) -> 
     new = await service.choose_password(services, token, body.password)
     response = json_response(new.view)
     set_session_cookie(response, services, new.token)
-    return _no_store(response)
+    return response
