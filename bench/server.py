@@ -45,6 +45,9 @@ class RoomyLimiter:
     ) -> Limit | None:
         return await self._inner.exceeded(subject, _roomy(limits), now)
 
+    async def give_back(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> None:
+        await self._inner.give_back(subject, _roomy(limits), now)
+
 
 def _roomy(limits: tuple[Limit, ...]) -> tuple[Limit, ...]:
     return tuple(Limit(ROOMY, lim.seconds, lim.label) for lim in limits)

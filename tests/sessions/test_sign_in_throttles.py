@@ -12,7 +12,6 @@ import asyncio
 import os
 import threading
 import time
-import uuid
 
 import argon2
 import httpx
@@ -21,48 +20,9 @@ from argon2 import PasswordHasher
 
 from hangar.accounts.service import ACCOUNT_LIMITS, ADDRESS_LIMITS
 from hangar.auth import passwords, sessions
-from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.pages import login_form
-
-PASSWORD = "correct horse battery"
-ATTACKER = "203.0.113.9"
-OWNER = "198.51.100.20"
-
-
-@pytest.fixture
-async def owner_email(org: Org, other: Org) -> str:
-    email = f"owner-{org.id.hex[-12:]}@example.org"
-    await org.member("admin", email=email, password=PASSWORD)
-    return email
-
-
-@pytest.fixture
-def hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every password verified, in order (the real argon2 verification still runs)."""
-    seen: list[str] = []
-    real = passwords.verify_password
-
-    def counted(password_hash: str, password: str) -> bool:
-        seen.append(password)
-        return real(password_hash, password)
-
-    monkeypatch.setattr(passwords, "verify_password", counted)
-    return seen
-
-
-async def sign_in(
-    client: httpx.AsyncClient, email: str, password: str, address: str
-) -> httpx.Response:
-    return await client.post(
-        "/api/session",
-        json={"email": email, "password": password},
-        headers={"X-Forwarded-For": address},
-    )
-
-
-def random_email() -> str:
-    return f"nobody-{uuid.uuid4().hex[:10]}@example.org"
+from tests.fixtures.sign_ins import ATTACKER, OWNER, PASSWORD, random_email, sign_in
 
 
 async def test_a_flood_of_random_emails_from_one_address_is_refused_before_hashing(

@@ -85,9 +85,31 @@ async def _refuse_if_spent(services: Services, budgets: tuple[Budget, ...], now:
     for subject, limits in budgets:
         refused = await services.limiter.exceeded(subject, limits, now)
         if refused is not None:
-            raise RateLimited(
-                f"Too many failed sign-ins: {refused.label}", retry_after=refused.resets_in(now)
-            )
+            raise _spent(refused, now)
+
+
+def _spent(refused: Limit, now: datetime) -> RateLimited:
+    return RateLimited(
+        f"Too many failed sign-ins: {refused.label}", retry_after=refused.resets_in(now)
+    )
+
+
+async def _take(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
+    """One try counted in every budget, before the hash, atomically in each (Redis's script,
+    or one process's counters): of any number of concurrent tries, only as many as a budget
+    allows get past it. 429 when one is spent, the others' counts given back."""
+    taken: list[Budget] = []
+    for subject, limits in budgets:
+        refused = await services.limiter.hit(subject, limits, now)
+        if refused is not None:
+            await _give_back(services, tuple(taken), now)
+            raise _spent(refused, now)
+        taken.append((subject, limits))
+
+
+async def _give_back(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
+    for subject, limits in budgets:
+        await services.limiter.give_back(subject, limits, now)
 
 
 async def refuse_spent_address(services: Services, address: str, now: datetime) -> None:
@@ -100,22 +122,28 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
     """A new session, or 401 INVALID_CREDENTIALS, or 429 once the failures allowed to this
     client `address` (or to this email from it) are spent.
 
-    The budgets are checked before the password, so a spent one gives a guesser nothing and
-    costs no hash. The transaction is its own, not the request's (`Tx`): the budgets, like
-    the body's validation, come before any database work.
+    Each try is counted in the budgets before the password is hashed, so a spent one gives a
+    guesser nothing, costs no hash and cannot be raced by a burst; only a failure keeps its
+    count (a success, or a try refused before its hash, gives it back). The transaction is
+    its own, not the request's (`Tx`): the budgets, like the body's validation, come before
+    any database work.
     """
     now = services.clock.now()
     budgets = (
         _address_budget(address),
         (f"sign-in:email:{address}:{email.strip().lower()}", ACCOUNT_LIMITS),
     )
-    await _refuse_if_spent(services, budgets, now)
-    async with services.engine.begin() as conn:
-        result = await sessions.sign_in(conn, email, password, now)
-        new = None if result is None else await started(conn, result)
+    await _take(services, budgets, now)
+    failed = False
+    try:
+        async with services.engine.begin() as conn:
+            result = await sessions.sign_in(conn, email, password, now)
+            new = None if result is None else await started(conn, result)
+        failed = new is None
+    finally:
+        if not failed:
+            await _give_back(services, budgets, now)
     if new is None:
-        for subject, limits in budgets:
-            await services.limiter.hit(subject, limits, now)
         raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
     return new
 

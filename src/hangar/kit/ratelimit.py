@@ -49,6 +49,12 @@ class RateLimiter(Protocol):
         """The limit `subject` has used up, without counting a use (budgets spent by failures)."""
         ...
 
+    async def give_back(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> None:
+        """Uncount one use that `hit` counted at `now` (a try that turned out not to spend
+        the budget), never below zero: budgets are taken before the work they bound, so
+        that concurrent tries cannot all pass one check before any is counted."""
+        ...
+
 
 def _window(limit: Limit, now: datetime) -> int:
     return int(now.timestamp()) // limit.seconds
@@ -79,6 +85,12 @@ class MemoryRateLimiter:
                 return limit
         return None
 
+    async def give_back(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> None:
+        for limit in limits:
+            key = (subject, limit.seconds, _window(limit, now))
+            if self._counts.get(key, 0) > 0:
+                self._counts[key] -= 1
+
     def _sweep(self, now: datetime) -> None:
         # Drop counters of windows that have closed, at most once a minute.
         minute = int(now.timestamp()) // 60
@@ -97,6 +109,14 @@ for i = 1, #KEYS do
 end
 for i = 1, #KEYS do
   if redis.call('INCR', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], ARGV[2 * i]) end
+end
+return 0
+"""
+
+
+_GIVE_BACK_SCRIPT = """
+for i = 1, #KEYS do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') > 0 then redis.call('DECR', KEYS[i]) end
 end
 return 0
 """
@@ -128,6 +148,7 @@ class RedisRateLimiter:
         self._redis = redis
         self._prefix = prefix
         self._script = redis.register_script(_HIT_SCRIPT)
+        self._give_back = redis.register_script(_GIVE_BACK_SCRIPT)
         self._timeout = timeout
         self._recheck = recheck
         # Outage bookkeeping runs on real elapsed time, not on the request clock the caller
@@ -188,3 +209,8 @@ class RedisRateLimiter:
             if count is not None and int(count) >= limit.count:
                 return limit
         return None
+
+    async def give_back(self, subject: str, limits: tuple[Limit, ...], now: datetime) -> None:
+        keys = self._keys(subject, limits, now)
+        if await self._on_redis(lambda: self._give_back(keys=keys)) is None:
+            await self._fallback.give_back(subject, limits, now)
