@@ -11,6 +11,7 @@ import asyncio
 import io
 import itertools
 import re
+import unicodedata
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from hangar_client.events import EventName
 from hangar_client.listen import Listener, ListenOptions
 from tests.fixtures.actions import raw_events, url
 from tests.fixtures.all_events import fire_everything
-from tests.fixtures.client_transports import Outage, Script, html_502
+from tests.fixtures.client_transports import Outage, Script, html_502, json_answer
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.python_client import Counting, Harness, asgi
@@ -325,6 +326,30 @@ async def test_an_outage_is_said_and_waited_out_by_the_clients_own_retries(
     ]
     assert run.slept[:4] == [0.375, 0.75, 1.5, INTERVAL]  # backoff, then caught up
     assert len(event_lines(run)) == 1
+
+
+async def test_what_a_server_says_is_printed_with_its_control_characters_escaped(
+    harness: Harness,
+    services: Services,
+    loopback: Receiver,
+    admin: httpx.AsyncClient,
+    org: Org,
+    tmp_path: Path,
+) -> None:
+    # A server in the middle (or a hostile one) answers with terminal escapes and a
+    # bidirectional override: clear the screen, hide a line, reorder what follows.
+    hostile = json_answer(503, {"detail": "x", "code": "\x1b[2J\x1b[1A\u202eEVIL\x07"})
+    down = Script([hostile, httpx.ConnectError("\x1b]0;owned\x07")])
+    harness.transport = Counting(Outage(down.transport(), asgi(services), failures=2))
+    run = await Listen(harness, org, loopback, tmp_path).run(
+        [lambda: report_squawks(admin, org, 1)]
+    )
+    assert run.code == 0, run.err
+    printed = "".join(run.out)
+    assert not any(unicodedata.category(ch) in ("Cc", "Cf") for ch in printed)
+    said = [line.split("  ", 1)[1] for line in run.out if "unreachable" in line]
+    assert said[0].startswith("hangar unreachable (503 \\x1b[2J\\x1b[1A\\u202eEVIL\\x07)")
+    assert said[1].startswith("hangar unreachable (ConnectError: \\x1b]0;owned\\x07)")
 
 
 async def test_resume_continues_where_the_last_run_stopped_without_repeats(

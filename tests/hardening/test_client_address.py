@@ -61,7 +61,7 @@ def test_several_forwarded_for_headers_are_one_list() -> None:
 
 
 def test_the_setting_reads_addresses_and_networks_and_refuses_the_rest() -> None:
-    assert trusted_proxies({}) == LOOPBACK
+    assert trusted_proxies({}) == (*LOOPBACK, ipaddress.ip_network("::1/128"))
     assert trusted_proxies({"HANGAR_TRUSTED_PROXIES": ""}) == ()
     assert trusted_proxies({"HANGAR_TRUSTED_PROXIES": " 127.0.0.1, 10.0.0.0/8 ,::1"}) == (
         *TWO_HOPS,
@@ -70,3 +70,24 @@ def test_the_setting_reads_addresses_and_networks_and_refuses_the_rest() -> None
     for wrong in ("nginx", "10.0.0.1/8", "10.0.0.0/33"):
         with pytest.raises(ConfigError, match="HANGAR_TRUSTED_PROXIES"):
             trusted_proxies({"HANGAR_TRUSTED_PROXIES": wrong})
+
+
+@pytest.mark.parametrize(
+    ("peer", "sent", "client"),
+    [
+        # nginx over IPv6 loopback, trusted by default as over IPv4.
+        ("::1", headers(X_Forwarded_For="198.51.100.7"), "198.51.100.7"),
+        # A dual-stack socket reports an IPv4 peer as IPv4-mapped: the same nginx.
+        ("::ffff:127.0.0.1", headers(X_Forwarded_For="198.51.100.7"), "198.51.100.7"),
+        # A mapped client is the IPv4 client it is, one spelling for its budgets and logs.
+        ("::ffff:127.0.0.1", headers(X_Forwarded_For="::ffff:198.51.100.7"), "198.51.100.7"),
+        ("::ffff:198.51.100.7", [], "198.51.100.7"),
+        # Not a proxy, mapped or not.
+        ("::ffff:10.0.0.9", headers(X_Forwarded_For="1.2.3.4"), "10.0.0.9"),
+    ],
+)
+def test_the_default_trusts_loopback_over_ipv6_and_mapped_addresses_are_ipv4(
+    peer: str, sent: list[tuple[bytes, bytes]], client: str
+) -> None:
+    proxies = trusted_proxies({})  # the default
+    assert client_address(peer, sent, proxies) == client

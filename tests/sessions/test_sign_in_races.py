@@ -78,3 +78,16 @@ async def test_two_processes_sharing_redis_verify_at_most_the_budget(
         statuses = await burst(client, [owner_email] * BURST)
     assert statuses.count(401) <= ACCOUNT_LIMITS[0].count
     assert set(statuses) <= {401, 429}
+
+
+async def test_an_ipv6_client_is_budgeted_by_its_slash_64(
+    client: httpx.AsyncClient, owner_email: str, hashes: list[str]
+) -> None:
+    # Each try from another address of the same /64: one subscriber, one budget.
+    for i in range(ADDRESS_LIMITS[0].count):
+        answer = await sign_in(client, random_email(), "guess", f"2001:db8:7:9::{i + 1:x}")
+        assert answer.status_code == 401
+    refused = await sign_in(client, random_email(), "guess", "2001:db8:7:9:ffff::1")
+    assert refused.status_code == 429
+    # The next /64 is someone else.
+    assert (await sign_in(client, random_email(), "guess", "2001:db8:7:a::1")).status_code == 401

@@ -45,6 +45,7 @@ runs between them, outside any).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -77,8 +78,21 @@ ACCOUNT_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes for this ema
 Budget = tuple[str, tuple[Limit, ...]]
 
 
+def _client(address: str) -> str:
+    """Whom an address's budgets belong to: an IPv4 address, or an IPv6 address's /64 (one
+    subscriber's network: its owner picks any of its 2^64 addresses at will, so counting
+    per IPv6 address would be no budget at all)."""
+    try:
+        found = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if found.version == 6:
+        return str(ipaddress.ip_network(f"{found}/64", strict=False))
+    return str(found)
+
+
 def _address_budget(address: str) -> Budget:
-    return f"sign-in:address:{address}", ADDRESS_LIMITS
+    return f"sign-in:address:{_client(address)}", ADDRESS_LIMITS
 
 
 async def _refuse_if_spent(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
@@ -131,7 +145,7 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
     now = services.clock.now()
     budgets = (
         _address_budget(address),
-        (f"sign-in:email:{address}:{email.strip().lower()}", ACCOUNT_LIMITS),
+        (f"sign-in:email:{_client(address)}:{email.strip().lower()}", ACCOUNT_LIMITS),
     )
     await _take(services, budgets, now)
     failed = False

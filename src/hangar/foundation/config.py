@@ -37,7 +37,12 @@ DEFAULT_DB_POOL_SIZE = 10
 MOST_DB_POOL_SIZE = 100
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # The proxy of deploy/ (nginx on the same machine) reaches hangar from loopback.
-DEFAULT_TRUSTED_PROXIES: tuple[Network, ...] = (ipaddress.ip_network("127.0.0.1/32"),)
+# nginx on the same machine, over IPv4 or IPv6 loopback (an IPv4-mapped peer is matched as
+# the IPv4 address it carries: hangar.http.client_address).
+DEFAULT_TRUSTED_PROXIES: tuple[Network, ...] = (
+    ipaddress.ip_network("127.0.0.1/32"),
+    ipaddress.ip_network("::1/128"),
+)
 
 
 class ConfigError(Exception):
@@ -188,7 +193,7 @@ def with_files(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def trusted_proxies(env: Mapping[str, str]) -> tuple[Network, ...]:
-    """HANGAR_TRUSTED_PROXIES: addresses or CIDRs, comma-separated (default 127.0.0.1); set
+    """HANGAR_TRUSTED_PROXIES: addresses or CIDRs, comma-separated (default 127.0.0.1,::1); set
     but empty, no peer is trusted and every client is known by its own connection."""
     value = env.get("HANGAR_TRUSTED_PROXIES")
     if value is None:

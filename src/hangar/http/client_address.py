@@ -30,10 +30,16 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def _address(text: str) -> Address | None:
+    """The address `text` names; an IPv4-mapped IPv6 address (::ffff:127.0.0.1, which a
+    dual-stack socket reports for an IPv4 peer) as the IPv4 address it is, so that the
+    trusted proxies and the budgets per address see one address, not two spellings."""
     try:
-        return ipaddress.ip_address(text.strip())
+        found = ipaddress.ip_address(text.strip())
     except ValueError:
         return None
+    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
+        return found.ipv4_mapped
+    return found
 
 
 def _trusted(address: Address, proxies: Sequence[Network]) -> bool:
@@ -45,8 +51,10 @@ def client_address(
 ) -> str:
     """The client's address for a connection from `peer` with these request headers."""
     current = _address(peer)
-    if current is None or not _trusted(current, proxies):
+    if current is None:
         return peer
+    if not _trusted(current, proxies):
+        return str(current)
     hops: list[str] = []
     real_ip: str | None = None
     for name, value in headers:
@@ -74,9 +82,11 @@ class ClientAddress:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = scope.get("client")
-        if self.proxies and scope["type"] == "http" and client:
+        if scope["type"] == "http" and client:
             address = client_address(client[0], scope["headers"], self.proxies)
             if address != client[0]:
-                # The port is the proxy's, not the client's: it names no client socket.
-                scope["client"] = (address, 0)
+                peer = _address(client[0])
+                # A proxy's port names no client socket; the peer's own, respelt, still does.
+                port = client[1] if peer is not None and str(peer) == address else 0
+                scope["client"] = (address, port)
         await self.app(scope, receive, send)

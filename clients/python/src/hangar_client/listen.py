@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import unicodedata
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -118,7 +119,7 @@ class Listener:
             self._say(f"Stopped. Position saved in {self._state.path}; --resume continues there.")
             return 0
         except (Refused, StateError) as refused:
-            print(f"hangar-client listen: {refused}", file=self._err, flush=True)
+            print(f"hangar-client listen: {printable(str(refused))}", file=self._err, flush=True)
             return EXIT_REFUSED
 
     def _starting_position(self) -> Position:
@@ -267,4 +268,14 @@ class Listener:
         return self._now().astimezone(UTC).strftime("%H:%M:%SZ")
 
     def _say(self, line: str) -> None:
-        print(line, file=self._out, flush=True)
+        print(printable(line), file=self._out, flush=True)
+
+
+def printable(text: str) -> str:
+    """`text` with every control and format character escaped (\\x1b, \\u202e): what a
+    server or a receiver says is shown, never obeyed by the terminal (an escape sequence
+    could rewrite the lines above it, or a bidirectional override reorder them)."""
+    return "".join(
+        ch if unicodedata.category(ch) not in ("Cc", "Cf") else ch.encode("unicode_escape").decode()
+        for ch in text
+    )
