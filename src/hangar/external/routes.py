@@ -23,7 +23,7 @@ from hangar.http.responses import json_response
 from hangar.http.routing import services_of
 from hangar.keys.authentication import KeyLookup
 from hangar.kit import cursor
-from hangar.kit.errors import ApiError
+from hangar.kit.errors import ApiError, Forbidden
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
@@ -34,7 +34,7 @@ from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
 from hangar.squawks.schemas import Squawk, SquawkStatus
 from hangar.webhooks import event_log
-from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE
 from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
@@ -249,7 +249,11 @@ _EVENTS = operation(
     "order, also those whose changes committed late. A cursor keeps while the oldest "
     "event it has not returned is inside the window (less an hour); past that it is "
     "410 `CURSOR_EXPIRED`. The Test action's `test.ping` is not an event here. `id` is "
-    "the `X-Service-Event-Id` header of the event's deliveries.",
+    "the `X-Service-Event-Id` header of the event's deliveries. An event is listed only "
+    "to a key that may also read what it concerns: reservation and flight session "
+    "events need `read:reservations`, squawk events `read:squawks`, aircraft events "
+    "`read:aircraft` and MEL events `read:maintenance`; naming an event in `event` "
+    "without its scope is 403 `INSUFFICIENT_SCOPE`.",
     ok="One page of events, oldest first, and the cursor to continue from",
     errors=EVENTS_ERRORS,
 )
@@ -281,7 +285,17 @@ async def list_events(
             f"Unknown event: {message}",
             [{"loc": ["query", "event"], "msg": message}],
         )
-    filters = event_log.Filters(tuple(names), created_after)
+    scopes = by.key.scopes
+    readable = tuple(name for name in EVENT_NAMES if READ_SCOPE[name] in scopes)
+    refused = [name for name in names if name not in readable]
+    if refused:
+        raise Forbidden(
+            f"This API key lacks the scope {READ_SCOPE[refused[0]]}, which {refused[0]} "
+            "events need besides read:events",
+            "INSUFFICIENT_SCOPE",
+        )
+    every = len(readable) == len(EVENT_NAMES)
+    filters = event_log.Filters(tuple(names), created_after, None if every else readable)
     keys = services.cursor_keys
     start = event_log.read_cursor(keys, by.key, filters, after) if after else None
     found = await event_log.page(

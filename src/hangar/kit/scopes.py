@@ -14,7 +14,9 @@ SCOPES: dict[str, str] = {
     "read:members.full": "Adds email, first name, last name and phone to member records "
     "(needs read:members too)",
     "read:maintenance": "Maintenance log entries and work orders",
-    "read:events": "The events of the last days (what webhooks deliver), to catch up on",
+    "read:events": "The events of the last days (what webhooks deliver), to catch up on: "
+    "each only with the scope that reads what it concerns (read:reservations, read:squawks, "
+    "read:aircraft or read:maintenance)",
 }
 
 # A key may hold read:members.full without read:members (the spec allows it), and then every

@@ -39,6 +39,24 @@ EVENT_NAMES: tuple[str, ...] = (
     MEL_CREATED,
     MEL_EXPIRED,
 )
+# The scope that reads what each event concerns: the events API returns an event only to a
+# key that holds it besides read:events, so a key never reads through /events what the
+# operation it concerns would refuse it (a flight session completes a reservation).
+READ_SCOPE: dict[str, str] = {
+    SQUAWK_CREATED: "read:squawks",
+    SQUAWK_RESOLVED: "read:squawks",
+    SQUAWK_ESCALATED: "read:squawks",
+    RESERVATION_CREATED: "read:reservations",
+    RESERVATION_CONFIRMED: "read:reservations",
+    RESERVATION_CANCELLED: "read:reservations",
+    RESERVATION_CHECKED_IN: "read:reservations",
+    RESERVATION_COMPLETED: "read:reservations",
+    FLIGHT_SESSION_COMPLETED: "read:reservations",
+    AIRCRAFT_GROUNDED: "read:aircraft",
+    AIRCRAFT_REACTIVATED: "read:aircraft",
+    MEL_CREATED: "read:maintenance",
+    MEL_EXPIRED: "read:maintenance",
+}
 ALL_EVENTS = "*"
 TEST_PING = "test.ping"
 

@@ -188,6 +188,18 @@ def _page(names: int, created_after: bool) -> Read[EventRow]:
 class Filters:
     names: tuple[str, ...] = ()  # sorted, each once; none: every event
     created_after: datetime | None = None  # inclusive
+    # The events the key may read (its scopes'), when not all: not part of a cursor's
+    # context, so a cursor stays valid whatever scopes its key is given or loses.
+    readable: tuple[str, ...] | None = None
+
+    @property
+    def wanted(self) -> tuple[str, ...] | None:
+        """The names a page may hold (none: every event), or None when it can hold none."""
+        if self.readable is None:
+            return self.names
+        if self.names:
+            return tuple(n for n in self.names if n in self.readable) or None
+        return self.readable or None
 
     def context(self) -> str:
         """What a cursor is bound to: these filters, and that it is an events cursor."""
@@ -260,18 +272,19 @@ async def page(
     if after is not None and after.horizon < window_start + HORIZON_MARGIN:
         raise CursorExpired(retention_days)
     position = 0 if after is None else after.position
-    if end is not None and end.nothing_after(position):
+    wanted = filters.wanted
+    if wanted is None or (end is not None and end.nothing_after(position)):
         return Page((), Cursor(position, now))
     params: dict[str, object] = {
         ORG_PARAM: of.org_id,
         "after": position,
         "window_start": window_start,
         "limit": limit + 1,  # one more: how old the next one is makes the cursor's horizon
-        **{f"wanted_{i}": name for i, name in enumerate(filters.names)},
+        **{f"wanted_{i}": name for i, name in enumerate(wanted)},
     }
     if filters.created_after is not None:
         params["created_after"] = filters.created_after
-    read = _page(len(filters.names), filters.created_after is not None)
+    read = _page(len(wanted), filters.created_after is not None)
     rows = await read.rows(conn, params)
     if any(row["position"] is None for row in rows):
         await place(engine, of.org_id)
