@@ -1,7 +1,7 @@
 """hangar.foundation.mail against a real SMTP conversation on loopback (tests/fixtures/smtp.py): one
-recipient, the address given; STARTTLS whenever offered, and never a password in clear;
-smtps from the first byte; every failure a NotSent that names neither the recipient nor the
-server's credentials."""
+recipient, the address given; smtp:// only over STARTTLS, smtp+insecure:// the one way to a
+plain relay, and never a password in clear; smtps from the first byte; every failure a
+NotSent that names neither the recipient nor the server's credentials."""
 
 from __future__ import annotations
 
@@ -82,14 +82,26 @@ async def test_starttls_is_used_whenever_offered_and_the_password_goes_only_over
 async def test_a_password_is_never_sent_to_a_server_without_starttls() -> None:
     async with mail_server(credentials=CREDENTIALS) as server:
         with pytest.raises(NotSent) as refused:
-            await Mailer(server.url(*CREDENTIALS), FROM).send(mail())
+            await Mailer(server.url(*CREDENTIALS, scheme="smtp"), FROM).send(mail())
+        with pytest.raises(NotSent, match="password in clear"):
+            await Mailer(server.url(*CREDENTIALS, scheme="smtp+insecure"), FROM).send(mail())
     assert "does not offer STARTTLS" in str(refused.value)
     assert server.sign_ins == []
     assert server.received == []
 
 
-async def test_without_credentials_a_plain_relay_is_used_as_it_is() -> None:
+async def test_smtp_requires_starttls_even_without_credentials() -> None:
+    # A man in the middle strips the STARTTLS offer: before, the link went in clear.
     async with mail_server() as server:
+        with pytest.raises(NotSent) as refused:
+            await Mailer(server.url(scheme="smtp"), FROM).send(mail())
+    assert "does not offer STARTTLS" in str(refused.value)
+    assert server.received == []
+
+
+async def test_smtp_insecure_is_the_one_way_to_a_plain_relay() -> None:
+    async with mail_server() as server:
+        assert server.url().startswith("smtp+insecure://")
         await Mailer(server.url(), FROM).send(mail())
     assert (server.only().tls, server.only().user) == (False, None)
 

@@ -33,6 +33,7 @@ def test_neither_is_no_mail(tmp_path: Path) -> None:
         "smtps://user:p%40ss@mail.example.org:465",
         "smtps://[2001:db8::1]:465/",
         "SMTPS://mail.example.org",
+        "smtp+insecure://127.0.0.1:25",
     ],
 )
 @pytest.mark.parametrize("sender", [FROM, "hangar@example.org"])
@@ -65,7 +66,9 @@ def test_one_without_the_other_is_refused(tmp_path: Path, env: dict[str, str], s
         ("http://user:hunter2-secret@mail.example.org", "HANGAR_SMTP_URL must start with"),
         ("mail.example.org:25", "HANGAR_SMTP_URL must start with"),
         ("smtp+tls://user:hunter2-secret@mail.example.org", "HANGAR_SMTP_URL must start with"),
-        ("smtp://user:hunter2-secret@", "HANGAR_SMTP_URL must be smtp:// or smtps://"),
+        ("smtp://user:hunter2-secret@", "HANGAR_SMTP_URL must be smtp://, smtps:// or"),
+        # smtp+insecure:// sends in clear: a password there would too.
+        ("smtp+insecure://user:hunter2-secret@127.0.0.1", "HANGAR_SMTP_URL: smtp+insecure://"),
         ("smtp://user:hunter2-secret@mail.example.org:port", "HANGAR_SMTP_URL must be"),
         ("smtp://user:hunter2-secret@mail.example.org:99999", "HANGAR_SMTP_URL must be"),
         ("smtp://user:hunter2-secret@mail.example.org:0", "HANGAR_SMTP_URL must be"),

@@ -59,9 +59,10 @@ from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
+from hangar.kit import ratelimit
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound, RateLimited, Unauthorized
-from hangar.kit.ratelimit import Limit
+from hangar.kit.ratelimit import Budget, Limit
 from hangar.orgs.actors import Started, started
 
 # Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
@@ -73,9 +74,6 @@ ADDRESS_LIMITS = (
 )
 # Failed sign-ins for one email from one address: slows guessing one person's password.
 ACCOUNT_LIMITS = (Limit(10, 900, "10 failed sign-ins per 15 minutes for this email"),)
-
-
-Budget = tuple[str, tuple[Limit, ...]]
 
 
 def _client(address: str) -> str:
@@ -108,24 +106,6 @@ def _spent(refused: Limit, now: datetime) -> RateLimited:
     )
 
 
-async def _take(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
-    """One try counted in every budget, before the hash, atomically in each (Redis's script,
-    or one process's counters): of any number of concurrent tries, only as many as a budget
-    allows get past it. 429 when one is spent, the others' counts given back."""
-    taken: list[Budget] = []
-    for subject, limits in budgets:
-        refused = await services.limiter.hit(subject, limits, now)
-        if refused is not None:
-            await _give_back(services, tuple(taken), now)
-            raise _spent(refused, now)
-        taken.append((subject, limits))
-
-
-async def _give_back(services: Services, budgets: tuple[Budget, ...], now: datetime) -> None:
-    for subject, limits in budgets:
-        await services.limiter.give_back(subject, limits, now)
-
-
 async def refuse_spent_address(services: Services, address: str, now: datetime) -> None:
     """429 for a client address whose failed sign-ins are spent (the sign-in route asks before
     it reads the body: the flood it refuses costs a limiter lookup per request, bench G12c)."""
@@ -147,7 +127,9 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
         _address_budget(address),
         (f"sign-in:email:{_client(address)}:{email.strip().lower()}", ACCOUNT_LIMITS),
     )
-    await _take(services, budgets, now)
+    refused = await ratelimit.take(services.limiter, budgets, now)
+    if refused is not None:
+        raise _spent(refused, now)
     failed = False
     try:
         async with services.engine.begin() as conn:
@@ -156,7 +138,7 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
         failed = new is None
     finally:
         if not failed:
-            await _give_back(services, budgets, now)
+            await ratelimit.give_back(services.limiter, budgets, now)
     if new is None:
         raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
     return new

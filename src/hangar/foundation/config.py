@@ -239,7 +239,7 @@ def previous_secret_keys(env: Mapping[str, str], current: str) -> tuple[str, ...
     return tuple(dict.fromkeys(keys))  # a key listed twice is tried once
 
 
-SMTP_SCHEMES = ("smtp", "smtps")
+SMTP_SCHEMES = ("smtp", "smtps", "smtp+insecure")
 # `hangar@example.org`, or `Display Name <hangar@example.org>`: exactly one address, on one line.
 _ADDR_SPEC = r"[^\s<>,;\"()@]+@[^\s<>,;\"()@]+"
 _ONE_SENDER = re.compile(rf"{_ADDR_SPEC}|[^<>,;\r\n]*<{_ADDR_SPEC}>")
@@ -248,8 +248,9 @@ _ONE_SENDER = re.compile(rf"{_ADDR_SPEC}|[^<>,;\r\n]*<{_ADDR_SPEC}>")
 def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """HANGAR_SMTP_URL and HANGAR_MAIL_FROM, both or neither: (smtp_url, mail_from).
 
-    The URL is `smtp://` (STARTTLS whenever the server offers it) or `smtps://` (TLS from the
-    first byte), `[user:password@]host[:port]`, nothing after the port. MAIL_FROM is one
+    The URL is `smtp://` (STARTTLS required), `smtps://` (TLS from the first byte) or
+    `smtp+insecure://` (no TLS, no credentials: a relay on this machine), then
+    `[user:password@]host[:port]`, nothing after the port. MAIL_FROM is one
     address, optionally with a display name (`Hangar <hangar@example.org>`). Half a setting
     is refused rather than ignored: an operator who set one meant links to go by mail, and
     silently showing them to admins instead would defeat that.
@@ -268,7 +269,7 @@ def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     # Never quote the URL back: it may hold the mail server's password.
     if parts.scheme not in SMTP_SCHEMES:
         raise ConfigError(
-            "HANGAR_SMTP_URL must start with smtp:// or smtps://, such as "
+            "HANGAR_SMTP_URL must start with smtp://, smtps:// or smtp+insecure://, such as "
             "smtps://user:password@mail.example.org:465"
         )
     try:
@@ -278,8 +279,14 @@ def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     extra = parts.path not in ("", "/") or parts.query or parts.fragment
     if not parts.hostname or port in (-1, 0) or extra:
         raise ConfigError(
-            "HANGAR_SMTP_URL must be smtp:// or smtps:// followed by [user:password@]host[:port] "
+            "HANGAR_SMTP_URL must be smtp://, smtps:// or smtp+insecure:// followed by "
+            "[user:password@]host[:port] "
             "and nothing else, such as smtps://user:password@mail.example.org:465"
+        )
+    if parts.scheme == "smtp+insecure" and (parts.username or parts.password):
+        raise ConfigError(
+            "HANGAR_SMTP_URL: smtp+insecure:// sends in clear, so it takes no user or password "
+            "(hangar never sends its mail password in clear): use smtps:// or smtp://"
         )
     if not _ONE_SENDER.fullmatch(sender) or len(sender) > 400:
         raise ConfigError(

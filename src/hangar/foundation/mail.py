@@ -8,10 +8,11 @@ one who asked to hand over.
 
 Sending is the standard library's smtplib, on a thread (it blocks), with a timeout on each
 socket operation. `smtps://` speaks TLS from the first byte (port 465 unless given);
-`smtp://` (port 25 unless given) upgrades with STARTTLS whenever the server offers it, and a
-URL with credentials refuses a server that does not: the password never crosses the network
-in clear. Certificates are verified against the system trust store (`SSL_CERT_FILE` points it
-at another bundle), as for webhooks.
+`smtp://` (port 25 unless given) requires STARTTLS and refuses a server that does not offer
+it (a man in the middle can strip the offer; the links are credentials), and
+`smtp+insecure://` (port 25) is the one way to send in clear, to a relay on the same machine,
+never with a password. Certificates are verified against the system trust store
+(`SSL_CERT_FILE` points it at another bundle), as for webhooks.
 
 A message goes to exactly one mailbox, the address given, which is the envelope's only
 recipient: an address that is not one plain address (a comma, a space, angle brackets) is
@@ -38,7 +39,7 @@ from hangar.foundation.config import Settings
 # Per socket operation (connect, each command): a mail server that hangs holds up one answer
 # this long at most, never the process.
 TIMEOUT_SECONDS = 10.0
-DEFAULT_PORTS = {"smtp": 25, "smtps": 465}
+DEFAULT_PORTS = {"smtp": 25, "smtps": 465, "smtp+insecure": 25}
 # Characters that make an address more than one plain addr-spec to a mail server or a parser.
 _NOT_IN_ONE_ADDRESS = frozenset(' ,;<>"()[]\\\r\n\t')
 
@@ -107,14 +108,19 @@ class Mailer:
             )
             with client:
                 client.ehlo()
-                if url.scheme == "smtp" and client.has_extn("starttls"):
+                if url.scheme == "smtp":
+                    # Required, not opportunistic: a man in the middle who strips the offer
+                    # must not get the links (credentials) in clear.
+                    if not client.has_extn("starttls"):
+                        raise NotSent(
+                            "the mail server does not offer STARTTLS, and hangar sends nothing "
+                            "in clear: use smtps://, a server that offers STARTTLS, or "
+                            "smtp+insecure:// for a relay on this machine"
+                        )
                     client.starttls(context=context)
                     client.ehlo()
-                elif url.scheme == "smtp" and user is not None:
-                    raise NotSent(
-                        "the mail server does not offer STARTTLS, and hangar does not send its "
-                        "password in clear: use smtps://, or a server that offers STARTTLS"
-                    )
+                elif url.scheme == "smtp+insecure" and user is not None:
+                    raise NotSent("hangar does not send its mail password in clear")
                 if user is not None:
                     client.login(user, unquote(url.password or ""))
                 sender = parseaddr(self.mail_from)[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -36,6 +36,9 @@ class Limit:
 
 
 API_LIMITS = (Limit(60, 60, "60/min"), Limit(1000, 3600, "1000/hour"))
+
+# A subject and its limits: one thing's budget (a client address's sign-ins, a mailbox's mail).
+Budget = tuple[str, tuple[Limit, ...]]
 
 
 class RateLimiter(Protocol):
@@ -214,3 +217,23 @@ class RedisRateLimiter:
         keys = self._keys(subject, limits, now)
         if await self._on_redis(lambda: self._give_back(keys=keys)) is None:
             await self._fallback.give_back(subject, limits, now)
+
+
+async def take(limiter: RateLimiter, budgets: Sequence[Budget], now: datetime) -> Limit | None:
+    """One use counted in every budget, before the work they bound (each count atomic, so
+    concurrent takers cannot all pass one check); or, when one is spent, none counted and
+    the limit that refuses."""
+    taken: list[Budget] = []
+    for subject, limits in budgets:
+        refused = await limiter.hit(subject, limits, now)
+        if refused is not None:
+            await give_back(limiter, taken, now)
+            return refused
+        taken.append((subject, limits))
+    return None
+
+
+async def give_back(limiter: RateLimiter, budgets: Sequence[Budget], now: datetime) -> None:
+    """Uncount what `take` counted at `now`: the use turned out not to spend the budgets."""
+    for subject, limits in budgets:
+        await limiter.give_back(subject, limits, now)

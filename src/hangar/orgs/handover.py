@@ -15,15 +15,50 @@ link's hash, so the same link cannot be sent twice). Nothing here logs the link.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from hangar.foundation.config import Settings
 from hangar.foundation.mail import Mail, NotSent, mailer_of
+from hangar.kit import ratelimit
+from hangar.kit.container import Services
+from hangar.kit.errors import RateLimited
+from hangar.kit.ratelimit import Budget, Limit
 from hangar.orgs import invitations
 from hangar.orgs.members import HandedOver, Invited
 
 log = logging.getLogger(__name__)
+
+# What an admin can make hangar mail: invite, remove and invite again must not become a way
+# to flood someone's mailbox through the operator's mail server (and its reputation).
+MAIL_TO_LIMITS = (Limit(3, 3600, "3 invitation mails an hour to one address"),)
+MAIL_FROM_ORG_LIMITS = (Limit(100, 86400, "100 invitation mails a day from one organization"),)
+
+
+def mail_budgets(org_id: uuid.UUID, email: str) -> tuple[Budget, ...]:
+    return (
+        (f"mail:to:{email.strip().lower()}", MAIL_TO_LIMITS),
+        (f"mail:org:{org_id}", MAIL_FROM_ORG_LIMITS),
+    )
+
+
+async def take_mail_budget(
+    services: Services, org_id: uuid.UUID, email: str, now: datetime
+) -> tuple[Budget, ...]:
+    """The budgets one invitation mail spends, taken before the invitation is made (429 with
+    `Retry-After` when one is spent, and nothing is made); none without mail configured:
+    the link is then shown, not sent."""
+    if mailer_of(services.settings) is None:
+        return ()
+    budgets = mail_budgets(org_id, email)
+    refused = await ratelimit.take(services.limiter, budgets, now)
+    if refused is not None:
+        raise RateLimited(
+            f"Too many invitation mails: {refused.label}. Try again later",
+            retry_after=refused.resets_in(now),
+        )
+    return budgets
 
 
 def invitation_mail(invited: Invited, url: str, now: datetime) -> Mail:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
+from hangar.kit import ratelimit
 from hangar.kit.container import Services
 from hangar.orgs import actors, handover, invitations, members
 from hangar.orgs.actors import Actor, Started, started
@@ -88,13 +89,19 @@ async def invite(
     services: Services, actor: Actor, body: NewMemberBody, now: datetime
 ) -> InvitedMember:
     """An invitation: a pending membership, and its link, mailed to the person (with
-    HANGAR_SMTP_URL) or shown this once; what the management API answers.
+    HANGAR_SMTP_URL, within the mail budgets of hangar.orgs.handover) or shown this once;
+    what the management API answers.
 
     Its transaction is its own, not the request's: it commits before the mail goes out, so a
     mail that fails loses no invitation, and no mailed link points at an invitation that a
     failed commit never made.
     """
-    async with services.engine.begin() as conn:
-        invited = await members.create_member(conn, actor, body, now)
+    budgets = await handover.take_mail_budget(services, actor.org_id, body.email, now)
+    try:
+        async with services.engine.begin() as conn:
+            invited = await members.create_member(conn, actor, body, now)
+    except BaseException:
+        await ratelimit.give_back(services.limiter, budgets, now)  # nothing was made to mail
+        raise
     handed = await handover.hand_over(services.settings, invited, now)
     return invited_member(invited, body, handed.for_admin(invited.member.email))
