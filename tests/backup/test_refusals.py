@@ -6,6 +6,7 @@ a backup is: one private file, a manifest and a self-contained SQLite copy (no W
 from __future__ import annotations
 
 import contextlib
+import hmac
 import io
 import json
 import sqlite3
@@ -18,6 +19,7 @@ import pytest
 
 from hangar import __version__
 from hangar.db.migrate import code_revisions
+from hangar.foundation.crypto import derive_key
 from tests.fixtures.cli import Cli
 from tests.fixtures.environment import SECRET
 from tests.fixtures.key_rotation import NEW_KEY, hangar_with
@@ -51,12 +53,25 @@ def members(path: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
 
 
-def repacked(made: Path, to: Path, change: Callable[[dict[str, Any]], object]) -> Path:
-    """`made` with its manifest changed by `change` (which edits the dict in place)."""
+def repacked(
+    made: Path, to: Path, change: Callable[[dict[str, Any]], object], key: str | None = SECRET
+) -> Path:
+    """`made` with its manifest changed by `change` (which edits the dict in place), signed
+    again with `key` as `hangar backup` would have signed it (None: left as changed)."""
     found = members(made)
     manifest = json.loads(found["manifest.json"])
     change(manifest)
+    if key is not None:
+        manifest = resigned(manifest, key)
     return packed(to, {**found, "manifest.json": json.dumps(manifest).encode()})
+
+
+def resigned(fields: dict[str, Any], key: str) -> dict[str, Any]:
+    """The manifest's fields with the signature `key` makes of them (hangar.db.backup)."""
+    body = {k: v for k, v in fields.items() if k != "signature"}
+    message = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    mac = hmac.new(derive_key(key, "backup-manifest"), message, "sha256").hexdigest()
+    return {**fields, "signature": mac}
 
 
 def written(path: Path, content: bytes) -> Path:
@@ -162,7 +177,7 @@ def _drop(name: str) -> Callable[[dict[str, Any]], object]:
         (lambda m: m.update(sha256="0" * 64), "the backup is damaged"),
         (lambda m: m.update(hangar_version="99.0.0"), "made by hangar 99.0.0, newer than"),
         (lambda m: m.update(revisions=["9999_later"]), "revision 9999_later) is newer"),
-        (lambda m: m.update(format_version=2), "newer backup format (2)"),
+        (lambda m: m.update(format_version=3), "newer backup format (3)"),
     ],
     ids=["no revisions", "size", "a path", "checksum", "newer release", "newer schema", "format"],
 )

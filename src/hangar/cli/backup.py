@@ -127,7 +127,8 @@ def restore(
         bool,
         typer.Option(
             "--allow-other-key",
-            help="Restore although the secret key does not open the backup's webhook secrets",
+            help="Restore although the secret key does not open the backup's webhook secrets, "
+            "or did not sign its manifest (only a backup you know is yours)",
         ),
     ] = False,
 ) -> None:
@@ -136,8 +137,10 @@ def restore(
     Stop every hangar process that uses that database first. Refuses a backup made by a newer
     release, a SQLite backup into PostgreSQL (or the other way round), a database that already
     holds tables (unless --force), and a backup whose webhook secrets the secret key does not open
-    (HANGAR_SECRET_KEY, HANGAR_SECRET_KEY_PREVIOUS, or a SQLite database's key file
-    NAME.secret beside it; unless --allow-other-key). PostgreSQL needs pg_restore on the PATH.
+    or whose manifest it did not sign (HANGAR_SECRET_KEY, HANGAR_SECRET_KEY_PREVIOUS, or a SQLite
+    database's key file NAME.secret beside it; unless --allow-other-key). The database entry
+    must be exactly what the signed manifest says before a byte of it is written. PostgreSQL
+    needs pg_restore on the PATH.
 
     The database is left at the backup's schema: `hangar serve` (or `hangar db upgrade`) migrates
     a backup of an older release to this one as it starts."""

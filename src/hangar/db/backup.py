@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -27,7 +28,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -40,10 +41,11 @@ from hangar import __version__
 from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys, fingerprint
 from hangar.db.migrate import code_revisions
+from hangar.foundation.crypto import derive_key
 from hangar.foundation.sqlite_files import PRIVATE, PRIVATE_FOLDER, private_sqlite, sqlite_path
 
 FORMAT = "hangar-backup"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest is signed (Manifest.signature); 1 was not
 MANIFEST = "manifest.json"
 MEMBERS = {"sqlite": "database.sqlite3", "postgresql": "database.pgdump"}
 MAX_MANIFEST = 64 * 1024  # a manifest is a few hundred bytes; a bigger one is not ours
@@ -70,13 +72,34 @@ class Manifest:
     sha256: str
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
+    # HMAC-SHA256 of every other field, under a key derived from the HANGAR_SECRET_KEY that
+    # made the backup: a restore trusts only a manifest (so a database: its size and sha256)
+    # that one of its own keys signed. Empty in format 1.
+    signature: str = ""
 
     def to_json(self) -> bytes:
-        fields = asdict(self) | {
+        return json.dumps(self._fields(), indent=2, sort_keys=True).encode() + b"\n"
+
+    def _fields(self) -> dict[str, Any]:
+        return asdict(self) | {
             "revisions": list(self.revisions),
             "previous_key_fingerprints": list(self.previous_key_fingerprints),
         }
-        return json.dumps(fields, indent=2, sort_keys=True).encode() + b"\n"
+
+    def _mac(self, secret_key: str) -> str:
+        fields = self._fields()
+        del fields["signature"]
+        body = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+        return hmac.new(derive_key(secret_key, "backup-manifest"), body, "sha256").hexdigest()
+
+    def signed(self, secret_key: str) -> Manifest:
+        return replace(self, signature=self._mac(secret_key))
+
+    def signed_by(self, keys: Keys) -> bool:
+        """Whether one of `keys` signed this manifest (each compared in constant time)."""
+        held = (keys.current, *keys.previous) if keys.current else keys.previous
+        matches = [hmac.compare_digest(self._mac(key), self.signature) for key in held]
+        return any(matches) and bool(self.signature)
 
 
 def kind_of(database_url: str) -> Kind:
@@ -136,7 +159,7 @@ def create(
             file=copy.name,
             size=size,
             sha256=digest,
-        )
+        ).signed(keys.current or "")
         progress(f"writing {path} ({_size(size)} of database)")
         packed = work / "backup.tar"
         _pack(packed, manifest, copy)
@@ -242,6 +265,13 @@ def restore(
         known = keys.fingerprints()
         if manifest.key_fingerprint not in known and not allow_other_key:
             raise BackupError(_other_key(manifest, database_url, keys))
+        if not manifest.signed_by(keys):
+            if not allow_other_key:
+                raise BackupError(_unsigned(path, manifest))
+            progress(
+                "note: no key of this hangar signed this backup's manifest, so nothing "
+                "vouches for it: restored because --allow-other-key asks to"
+            )
         missing = len(set(manifest.previous_key_fingerprints) - known)
         if missing:
             progress(
@@ -375,6 +405,19 @@ def _holding(target: Path) -> list[int]:
         except OSError:
             continue  # gone meanwhile, or another user's: not a hangar of this operator
     return holders
+
+
+def _unsigned(path: Path, manifest: Manifest) -> str:
+    why = (
+        "was made before hangar signed its backups (format 1)"
+        if manifest.format_version < 2
+        else "was changed after `hangar backup` wrote it"
+    )
+    return (
+        f"no key of this hangar (HANGAR_SECRET_KEY, HANGAR_SECRET_KEY_PREVIOUS) signed the "
+        f"manifest of {path}: it {why}, or was signed with a key not set here. Restore a backup "
+        "you trust, or pass --allow-other-key if you know this one is yours"
+    )
 
 
 def _check_restorable(manifest: Manifest, database_url: str) -> None:
@@ -575,7 +618,8 @@ def _manifest(path: Path, archive: tarfile.TarFile) -> Manifest:
     damaged = f"{path} is damaged or not a hangar backup (its manifest.json is unreadable)"
     try:
         info = _next_file(archive, MANIFEST)
-        fh = archive.extractfile(info) if info and info.size <= MAX_MANIFEST else None
+        small = info is not None and info.size <= MAX_MANIFEST and not info.issparse()
+        fh = archive.extractfile(info) if info and small else None
         if fh is None:
             raise BackupError(damaged)
         raw: Any = json.loads(fh.read())
@@ -603,6 +647,8 @@ def _manifest(path: Path, archive: tarfile.TarFile) -> Manifest:
             file=raw["file"] if raw["file"] == MEMBERS[raw["database"]] else _bad(),
             size=raw["size"] if isinstance(raw["size"], int) and raw["size"] >= 0 else _bad(),
             sha256=_text(raw["sha256"]),
+            format_version=raw["format_version"],
+            signature=_optional_text(raw.get("signature", "")),
         )
         _version(manifest.hangar_version)
     except (KeyError, TypeError, ValueError, BackupError):
@@ -625,6 +671,12 @@ def _text(value: object) -> str:
     return value
 
 
+def _optional_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError
+    return value
+
+
 def _bad() -> Any:
     raise ValueError
 
@@ -639,13 +691,24 @@ def _version(text: str) -> tuple[int, ...]:
 
 def _extract(archive: tarfile.TarFile, manifest: Manifest, target: Path) -> None:
     """The database, the member after the manifest, to `target` (never where the archive
-    says), its size and checksum those of the manifest."""
+    says), its size and checksum those of the manifest. The member is checked before a byte
+    is written: a plain file of exactly the manifest's size (a sparse entry of a few bytes
+    could stand for terabytes), and no more than that size is ever written."""
     damaged = (
         "the backup is damaged (its database is cut short or does not match the manifest's "
         "checksum): restore another one"
     )
     try:
         info = _next_file(archive, manifest.file)
+    except (tarfile.TarError, OSError):
+        raise BackupError(damaged) from None
+    if info is not None and (info.issparse() or info.size != manifest.size):
+        raise BackupError(
+            f"the backup is damaged or was tampered with: its database entry is "
+            f"{'sparse' if info.issparse() else _size(info.size)}, where the manifest says "
+            f"{_size(manifest.size)} of plain file; nothing was written"
+        )
+    try:
         fh = archive.extractfile(info) if info else None
     except (tarfile.TarError, OSError):
         raise BackupError(damaged) from None
@@ -655,10 +718,12 @@ def _extract(archive: tarfile.TarFile, manifest: Manifest, target: Path) -> None
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
     with os.fdopen(fd, "wb") as out:
         try:
-            while chunk := fh.read(CHUNK):
+            while size <= manifest.size and (chunk := fh.read(CHUNK)):
                 sha.update(chunk)
-                out.write(chunk)
                 size += len(chunk)
+                if size > manifest.size:
+                    break  # never beyond what the manifest promised
+                out.write(chunk)
         except (tarfile.TarError, OSError):
             raise BackupError(damaged) from None
     if size != manifest.size or sha.hexdigest() != manifest.sha256:
