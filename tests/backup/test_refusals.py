@@ -6,11 +6,8 @@ a backup is: one private file, a manifest and a self-contained SQLite copy (no W
 from __future__ import annotations
 
 import contextlib
-import hmac
-import io
 import json
 import sqlite3
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +16,10 @@ import pytest
 
 from hangar import __version__
 from hangar.db.migrate import code_revisions
-from hangar.foundation.crypto import derive_key
+from tests.fixtures.backup_files import into, listing, members, mode, packed, repacked, written
 from tests.fixtures.cli import Cli
 from tests.fixtures.environment import SECRET
-from tests.fixtures.key_rotation import NEW_KEY, hangar_with
+from tests.fixtures.key_rotation import NEW_KEY
 
 
 @pytest.fixture(scope="module")
@@ -31,61 +28,6 @@ async def made(cli: Cli) -> Path:
     path = cli.cwd / "made.tar"
     (await cli.run("backup", str(path))).json()
     return path
-
-
-def into(cli: Cli, where: Path, key: str = SECRET, **env: str) -> Cli:
-    """The command line with HANGAR_DATABASE_URL a new SQLite file under `where`."""
-    where.mkdir(exist_ok=True)
-    target = hangar_with(cli.engine, f"sqlite:///{where / 'restored.db'}", where, key)
-    return Cli(target.url, target.env | env, where, cli.engine, target.upgraded, {})
-
-
-def mode(path: Path) -> int:
-    return path.stat().st_mode & 0o777
-
-
-def listing(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
-
-
-def members(path: Path) -> dict[str, bytes]:
-    with tarfile.open(path) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
-
-
-def repacked(
-    made: Path, to: Path, change: Callable[[dict[str, Any]], object], key: str | None = SECRET
-) -> Path:
-    """`made` with its manifest changed by `change` (which edits the dict in place), signed
-    again with `key` as `hangar backup` would have signed it (None: left as changed)."""
-    found = members(made)
-    manifest = json.loads(found["manifest.json"])
-    change(manifest)
-    if key is not None:
-        manifest = resigned(manifest, key)
-    return packed(to, {**found, "manifest.json": json.dumps(manifest).encode()})
-
-
-def resigned(fields: dict[str, Any], key: str) -> dict[str, Any]:
-    """The manifest's fields with the signature `key` makes of them (hangar.db.backup)."""
-    body = {k: v for k, v in fields.items() if k != "signature"}
-    message = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    mac = hmac.new(derive_key(key, "backup-manifest"), message, "sha256").hexdigest()
-    return {**fields, "signature": mac}
-
-
-def written(path: Path, content: bytes) -> Path:
-    path.write_bytes(content)
-    return path
-
-
-def packed(to: Path, files: dict[str, bytes]) -> Path:
-    with tarfile.open(to, "w") as tar:
-        for name, body in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    return to
 
 
 async def test_a_backup_is_one_private_file_a_manifest_and_a_self_contained_copy(

@@ -18,7 +18,7 @@ import pytest
 
 from hangar.db import backup
 from hangar.db.key_check import Keys, fingerprint
-from tests.backup.test_refusals import into, listing, members, packed, repacked, resigned
+from tests.fixtures.backup_files import into, listing, members, packed, repacked, resigned
 from tests.fixtures.cli import Cli
 from tests.fixtures.environment import SECRET
 from tests.fixtures.key_rotation import NEW_KEY
