@@ -6,6 +6,7 @@ import pytest
 
 from hangar.auth import passwords
 from tests.fixtures.factories import Org
+from tests.fixtures.receivers import ca  # noqa: F401 (a real server's, test_sign_in_races)
 from tests.fixtures.sign_ins import PASSWORD
 
 
