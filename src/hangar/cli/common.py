@@ -64,6 +64,29 @@ def settings() -> Settings:
         fail(str(exc))
 
 
+# What PgBouncer answers a connection that sets a parameter at start (hangar sets its
+# statement timeout so), in session and transaction pooling alike.
+_POOLER_REFUSAL = "unsupported startup parameter"
+
+
+def unreachable(what: str, exc: Exception) -> str:
+    """The one line that says why the database could not be used: the driver's first line
+    (its message may quote the URL, password and all: redacted), or, behind PgBouncer, that
+    hangar needs PostgreSQL itself."""
+    text = redact(str(exc))
+    if _POOLER_REFUSAL in text:
+        return (
+            f"{what}: HANGAR_DATABASE_URL leads to a connection pooler (PgBouncer) that refuses "
+            "hangar's connection settings. hangar needs PostgreSQL itself: it LISTENs for new "
+            "deliveries, holds session locks and sets a statement timeout on each connection, "
+            'which no transaction pool keeps; point it at the server (README, "PgBouncer")'
+        )
+    error = f"{exc.__class__.__name__}: {text}".splitlines()[0]
+    return (
+        f"{what} ({error}); check that it is up and reachable and that HANGAR_DATABASE_URL names it"
+    )
+
+
 def migrated_settings() -> Settings:
     """Settings for a database at the newest schema (migrating is idempotent and quick),
     whose secrets this process's HANGAR_SECRET_KEY opens (hangar.wiring.secret_key)."""
@@ -71,16 +94,13 @@ def migrated_settings() -> Settings:
     try:
         upgrade(current.database_url)
     except Exception as exc:
-        # The driver's message may quote the URL, password and all.
-        error = f"{exc.__class__.__name__}: {redact(str(exc))}".splitlines()[0]
-        fail(
-            f"cannot migrate the database ({error}); check that it is up and reachable and that "
-            "HANGAR_DATABASE_URL names it"
-        )
+        fail(unreachable("cannot migrate the database", exc))
     try:
         asyncio.run(_checked_key(current))
     except WrongSecretKey as exc:
         fail(str(exc))
+    except Exception as exc:  # gone since the migration, or a pooler that refuses hangar
+        fail(unreachable("cannot check the secret key against the database", exc))
     return current
 
 

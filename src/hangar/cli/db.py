@@ -9,14 +9,20 @@ import typer
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.cli.common import command_group, emit, fail, migrated_settings, settings
+from hangar.cli.common import (
+    command_group,
+    emit,
+    fail,
+    migrated_settings,
+    settings,
+    unreachable,
+)
 from hangar.db import key_check
 from hangar.db.backup import HANGAR_CONNECTIONS
 from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys
 from hangar.db.migrate import code_revisions, database_revisions, pending_revisions
 from hangar.foundation.config import Settings
-from hangar.http.access_log import redact
 
 db_app = command_group("Database schema.")
 
@@ -50,8 +56,7 @@ def db_status() -> None:
     try:
         found = asyncio.run(_status(current))
     except Exception as exc:
-        error = f"{exc.__class__.__name__}: {redact(str(exc))}".splitlines()[0]
-        fail(f"cannot read the database's schema ({error}); check that it is up and reachable")
+        fail(unreachable("cannot read the database's schema", exc))
     emit(found)
     if found["state"] != "current":
         raise typer.Exit(1)

@@ -73,11 +73,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def pg_connect_args(statement_timeout_s: float | None = STATEMENT_TIMEOUT_S) -> dict[str, Any]:
     """asyncpg's connect arguments for the deadlines above (module docstring): SQLAlchemy's
     pool and asyncpg's own pool of the read path (hangar.db.reads) take the same."""
-    settings = {"application_name": APPLICATION_NAME}
+    # Always sent, 0 (none) included: hangar's connections hold session state (LISTEN, session
+    # locks, this setting), and a connection pooler such as PgBouncer refuses a parameter at
+    # start, so every one of them, a migration's too, is refused there before it does
+    # anything (hangar.cli.common.unreachable says why).
+    timeout_ms = 0 if statement_timeout_s is None else int(statement_timeout_s * 1000)
+    settings = {"application_name": APPLICATION_NAME, "statement_timeout": str(timeout_ms)}
     args: dict[str, Any] = {"timeout": CONNECT_TIMEOUT_S, "server_settings": settings}
     if statement_timeout_s is not None:
         args["command_timeout"] = statement_timeout_s + STATEMENT_GRACE_S
-        settings["statement_timeout"] = str(int(statement_timeout_s * 1000))
     return args
 
 
