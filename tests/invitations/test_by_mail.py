@@ -5,7 +5,6 @@ reads that mailbox, never the admin. A mail that fails loses no invitation and i
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
@@ -17,17 +16,11 @@ from hangar.kit.container import Services
 from tests.fixtures.actions import public
 from tests.fixtures.factories import Org
 from tests.fixtures.invites import browser, held, org_ids, set_password
-from tests.fixtures.smtp import MailServer, mail_server
+from tests.fixtures.smtp import MailServer
 
 MAIL_FROM = "Hangar <hangar@example.org>"
 NEW = {"first_name": "Pat", "last_name": "Pilot", "role": "instructor"}
 LINK_PREFIX = "https://hangar.example/invitations/"
-
-
-@pytest.fixture
-async def mailbox() -> AsyncIterator[MailServer]:
-    async with mail_server() as server:
-        yield server
 
 
 @pytest.fixture

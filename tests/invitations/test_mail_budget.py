@@ -6,7 +6,6 @@ nothing is made; without mail configured nothing is sent and nothing is budgeted
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
@@ -17,15 +16,9 @@ from hangar.kit.ratelimit import Limit
 from hangar.orgs import handover
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.smtp import MailServer, mail_server
+from tests.fixtures.smtp import MailServer
 
 NEW = {"first_name": "Pat", "last_name": "Pilot", "role": "member"}
-
-
-@pytest.fixture
-async def mailbox() -> AsyncIterator[MailServer]:
-    async with mail_server() as server:
-        yield server
 
 
 @pytest.fixture
