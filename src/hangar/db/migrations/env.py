@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from alembic import context
 from sqlalchemy import text
@@ -26,6 +27,7 @@ from hangar.db.migrate import (
 
 target_metadata = context.config.attributes.get("target_metadata")
 log = logging.getLogger("hangar.db")
+LOCK_POLL_S = 0.2  # how often a migration waiting for another asks for the lock again
 
 
 def _run(connection: Connection) -> None:
@@ -49,10 +51,19 @@ def _run(connection: Connection) -> None:
 
 
 def _serialised(connection: Connection) -> None:
-    taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
-    if not taken.scalar():
-        log.warning("waiting for another migration of this database to finish")
-        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+    waited = False
+    lock = text("SELECT pg_try_advisory_lock(:key)")
+    while not connection.execute(lock, {"key": MIGRATION_LOCK}).scalar():
+        if not waited:
+            log.warning("waiting for another migration of this database to finish")
+            waited = True
+        # Asked again and again, never waited for in pg_advisory_lock: a session waiting
+        # there holds a snapshot, and the other migration's CREATE INDEX CONCURRENTLY waits
+        # for every older snapshot to end, so each would wait for the other (PostgreSQL
+        # ends it as a deadlock). Between tries this session holds no transaction at all.
+        connection.commit()
+        time.sleep(LOCK_POLL_S)
+    if waited:
         log.info("the other migration finished; going on")
     # The lock outlives this commit; the migrations then begin their transaction as before.
     connection.commit()
