@@ -30,17 +30,20 @@ IDS = [new_id(), new_id(), new_id()]
 SESSIONS = sessions.expired(NOW, 1000)
 INVITATIONS = invitations.expired(NOW, 1000)
 
-# (what, the statement, the indexes its plan must name)
+# (what, the statement, the indexes its plan must name; "a|b": either, as both partial
+# indexes of finished deliveries serve the batch, and which the planner takes depends on the
+# statistics of whatever the run's other tests left in the tables)
+FINISHED = "ix_webhook_deliveries_finished|ix_webhook_deliveries_subscription_finished"
 STATEMENTS: list[tuple[str, Any, set[str]]] = [
     (
         "the oldest finished deliveries",
         batches.finished_deliveries(CUTOFF, None, 500),
-        {"ix_webhook_deliveries_finished"},
+        {FINISHED},
     ),
     (
         "the next batch of deliveries",
         batches.finished_deliveries(CUTOFF, OLD, 500),
-        {"ix_webhook_deliveries_finished"},
+        {FINISHED},
     ),
     ("their attempts", batches.attempts_of(IDS, CUTOFF), {"ix_webhook_attempts_delivery_id"}),
     (
@@ -127,7 +130,7 @@ async def test_each_statement_reads_through_an_index(
     lines = await plan(database_url, engine, stmt)
     shown = "\n".join(lines)
     for index in indexes:
-        assert index in shown, f"{what}:\n{shown}"
+        assert any(name in shown for name in index.split("|")), f"{what}:\n{shown}"
     assert not [line for line in lines if "Seq Scan" in line], f"{what}:\n{shown}"
     # SQLite: "SCAN t" reads a table whole; "SCAN t USING ... INDEX" an index in order.
     assert not [line for line in lines if line.startswith("SCAN") and "INDEX" not in line], (
