@@ -1,6 +1,8 @@
 """The client's version (semantic: a minor version adds, never breaks). 1.2.0 added the
 events API (`client.events`) and the `hangar-client listen` command; 1.3.0 typed errors for
 every failure (a bad key, no answer, a proxy's page) and retries of 502, 504 and connection
-failures as well as 429 and 503, with `max_retries`, `on_retry` and `with_options`."""
+failures as well as 429 and 503, with `max_retries`, `on_retry` and `with_options`; 1.3.1
+`hangar-client listen` prints what a server or receiver says with its control and format
+characters escaped."""
 
-VERSION = "1.3.0"
+VERSION = "1.3.1"
