@@ -4,7 +4,7 @@ is set), one app per test with its own clock, and organizations that never share
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -22,6 +22,7 @@ from hangar.db.migrate import upgrade_async
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
+from hangar.webhooks.sender import Sender
 from tests.fixtures.clients import role_client, signed_in_client
 from tests.fixtures.command_server import stop_command_server
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET
@@ -48,6 +49,22 @@ def pytest_terminal_summary(
         terminalreporter.write_line(
             f"random order: repeat it with -p randomly --randomly-seed={seed}"
         )
+
+
+@pytest.fixture
+async def closing() -> AsyncIterator[Callable[[Sender], Sender]]:
+    """`closing(Sender(...))`: a sender of the test's own, closed when the test ends (its
+    kept-alive aiohttp sessions would otherwise be collected, and warned about, during some
+    later test)."""
+    made: list[Sender] = []
+
+    def keep(sender: Sender) -> Sender:
+        made.append(sender)
+        return sender
+
+    yield keep
+    for sender in made:
+        await sender.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,7 +12,7 @@ import ssl
 import time
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -426,6 +426,7 @@ async def test_hostile_receivers_hold_up_nobody_and_are_cut_off(
     hostile: HostileReceivers,
     ca: trustme.CA,
     resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     assert TIMEOUT_SECONDS == 10.0  # production; injected shorter here to stay quick
     timeout = 1.5
@@ -433,7 +434,10 @@ async def test_hostile_receivers_hold_up_nobody_and_are_cut_off(
     subs = {p: await subscribe(services, org, hostile.url(p)) for p in paths}
     await fire(services, org)
     work = Dispatcher(
-        services.engine, services.clock, quick_sender(ca, resolver, timeout), services.secret_box
+        services.engine,
+        services.clock,
+        closing(quick_sender(ca, resolver, timeout)),
+        services.secret_box,
     )
     started = time.monotonic()
     assert await asyncio.wait_for(work.run_once(), 20) == len(paths)
@@ -492,9 +496,12 @@ async def test_hostile_receivers_hold_up_nobody_and_are_cut_off(
 
 
 async def test_a_10_mb_answer_is_not_read_into_memory(
-    hostile: HostileReceivers, ca: trustme.CA, resolver: FakeResolver
+    hostile: HostileReceivers,
+    ca: trustme.CA,
+    resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
 ) -> None:
-    sender = quick_sender(ca, resolver, timeout=10.0)
+    sender = closing(quick_sender(ca, resolver, timeout=10.0))
     body = b"{}"
     await sender.post(hostile.url("/ok"), {}, body)  # warm up imports and TLS caches
     tracemalloc.start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ssl
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -307,6 +308,7 @@ async def test_a_redirect_to_an_internal_target_is_a_failure_and_never_followed(
     resolver: FakeResolver,
     listener: Listener,
     clock: FakeClock,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     # The first hop is a real loopback HTTPS receiver, reached through the loopback-only
     # rule the delivery tests inject; the Location points at a second listener.
@@ -315,7 +317,7 @@ async def test_a_redirect_to_an_internal_target_is_a_failure_and_never_followed(
     context = ssl.create_default_context()
     ca.configure_trust(context)
     resolver.answers[HOST] = ["127.0.0.1"]
-    sender = Sender(resolver, ssl_context=context, is_allowed=loopback_only)
+    sender = closing(Sender(resolver, ssl_context=context, is_allowed=loopback_only))
     sub_id = await subscribe(services, org, receiver.url())
     await fire(services, org)
     await deliver_all_attempts(services, sender, clock)
@@ -335,13 +337,14 @@ async def test_a_redirect_to_a_name_on_the_same_receiver_is_not_followed_either(
     ca: trustme.CA,
     resolver: FakeResolver,
     clock: FakeClock,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     receiver.statuses = [302]
     receiver.location = receiver.url("/elsewhere")  # same host, allowed address: still not
     context = ssl.create_default_context()
     ca.configure_trust(context)
     resolver.answers[HOST] = ["127.0.0.1"]
-    sender = Sender(resolver, ssl_context=context, is_allowed=loopback_only)
+    sender = closing(Sender(resolver, ssl_context=context, is_allowed=loopback_only))
     await subscribe(services, org, receiver.url())
     await fire(services, org)
     await deliver_all_attempts(services, sender, clock)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import ssl
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -85,6 +86,7 @@ async def test_every_route_and_delivery_outcome_logs_json_and_no_secret(
     ca: trustme.CA,
     receiver: Receiver,
     resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     app = create_app(services)
     app.add_api_route("/boom", _boom, methods=["POST"])
@@ -119,7 +121,7 @@ async def test_every_route_and_delivery_outcome_logs_json_and_no_secret(
                 "/api/session", content=b"x" * 40_000, headers={"X-Request-ID": "big"}
             )
         issued = [signed.cookies[sessions.COOKIE], signed.json()["csrf_token"]]
-        signatures = await _every_delivery_outcome(services, org, ca, receiver, resolver)
+        signatures = await _every_delivery_outcome(services, org, ca, receiver, resolver, closing)
 
     lines = json_lines(output)
     text = output.getvalue()
@@ -168,13 +170,18 @@ async def test_every_route_and_delivery_outcome_logs_json_and_no_secret(
 
 
 async def _every_delivery_outcome(
-    services: Services, org: Org, ca: trustme.CA, receiver: Receiver, resolver: FakeResolver
+    services: Services,
+    org: Org,
+    ca: trustme.CA,
+    receiver: Receiver,
+    resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
 ) -> list[str]:
     """One delivery to each kind of endpoint, attempted once; the signatures received."""
     resolver.answers.update({HOST: ["127.0.0.1"], "tls.example.com": ["127.0.0.1"]})
     context = ssl.create_default_context()
     ca.configure_trust(context)
-    sender = Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.5)
+    sender = closing(Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.5))
     receiver.slow_paths["/slow"] = 5.0
     receiver.statuses = [200]
     closed = free_port()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ssl
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
 import httpx
@@ -165,13 +165,14 @@ async def test_deliveries_are_counted_by_event_and_outcome(
     ca: trustme.CA,
     resolver: FakeResolver,
     clock: FakeClock,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     services = scraped
     resolver.answers[HOST] = ["127.0.0.1"]
     resolver.answers["inside.example.com"] = ["10.0.0.7"]
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
-    sender = Sender(resolver, ssl_context=trusting, is_allowed=loopback_only, timeout=0.5)
+    sender = closing(Sender(resolver, ssl_context=trusting, is_allowed=loopback_only, timeout=0.5))
     receiver.slow_paths["/slow"] = 2.0
 
     async def sub(event: str, url: str, **values: object) -> uuid.UUID:

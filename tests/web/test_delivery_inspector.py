@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +129,13 @@ class Logs:
 
 @pytest.fixture
 async def logs(
-    services: Services, clock: FakeClock, org: Org, other: Org, ca: trustme.CA, loud: LoudReceiver
+    services: Services,
+    clock: FakeClock,
+    org: Org,
+    other: Org,
+    ca: trustme.CA,
+    loud: LoudReceiver,
+    closing: Callable[[Sender], Sender],
 ) -> Logs:
     email = "inspector-admin@example.org"
     await org.member("admin", email=email, password=PASSWORD)
@@ -145,7 +151,7 @@ async def logs(
         await outbox.record(conn, org.id, [catalogue.SQUAWK_CREATED], {"note": TOKEN}, now)
         await outbox.record(conn, other.id, [catalogue.SQUAWK_CREATED], {"other": "x"}, now)
         await outbox.record(conn, org.id, [catalogue.RESERVATION_CREATED], {"id": "r1"}, now)
-    await _deliver_all(services, clock, _sender(ca))
+    await _deliver_all(services, clock, closing(_sender(ca)))
     assert len(loud.heard(LONG_PATH.split("?")[0])) == 3
     assert len(loud.heard("/ok")) == 1
     base = f"/settings/{org.id}/webhooks"

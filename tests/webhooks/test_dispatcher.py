@@ -7,6 +7,7 @@ import dataclasses
 import ipaddress
 import ssl
 import time
+from collections.abc import Callable
 
 import orjson
 import pytest
@@ -197,14 +198,19 @@ async def test_a_name_that_turns_private_at_delivery_is_refused_without_connecti
 
 
 async def test_a_slow_receiver_times_out(
-    services: Services, org: Org, receiver: Receiver, ca: trustme.CA, resolver: FakeResolver
+    services: Services,
+    org: Org,
+    receiver: Receiver,
+    ca: trustme.CA,
+    resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     assert TIMEOUT_SECONDS == 10.0  # production; the test shortens it to stay quick
     receiver.delay = 1.0
     context = ssl.create_default_context()
     ca.configure_trust(context)
     resolver.answers[HOST] = ["127.0.0.1"]
-    quick = Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.2)
+    quick = closing(Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.2))
     sub_id = await subscribe(services, org, receiver.url())
     await fire(services, org)
     await dispatcher(services, quick).run_once()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ssl
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -79,6 +80,7 @@ async def test_refused_unresolved_timeout_and_policy_refusals(
     resolver: FakeResolver,
     receiver: Receiver,
     sender: Sender,
+    closing: Callable[[Sender], Sender],
 ) -> None:
     refused = await only_attempt(services, admin, org, sender, f"https://{HOST}:{free_port()}/hook")
     assert refused["explanation"].startswith("Connection refused:")
@@ -99,7 +101,9 @@ async def test_refused_unresolved_timeout_and_policy_refusals(
 
     context = ssl.create_default_context()
     ca.configure_trust(context)
-    impatient = Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.3)
+    impatient = closing(
+        Sender(resolver, ssl_context=context, is_allowed=loopback_only, timeout=0.3)
+    )
     receiver.delay = 2.0
     slow = await only_attempt(services, admin, org, impatient, receiver.url())
     assert slow["explanation"] == "No answer within 0.3 s: the attempt was abandoned."

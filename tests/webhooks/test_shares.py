@@ -256,12 +256,14 @@ async def test_a_claim_takes_organizations_in_turn_before_their_subscriptions(
 
 
 @pytest.fixture
-def impatient(ca: trustme.CA, resolver: FakeResolver) -> Sender:
+def impatient(
+    ca: trustme.CA, resolver: FakeResolver, closing: Callable[[Sender], Sender]
+) -> Sender:
     """A sender whose timeout is a tenth of a second (production's: 10 s)."""
     resolver.answers[HOST] = ["127.0.0.1"]
     client_ssl = ssl.create_default_context()
     ca.configure_trust(client_ssl)
-    return Sender(resolver, ssl_context=client_ssl, is_allowed=loopback_only, timeout=0.1)
+    return closing(Sender(resolver, ssl_context=client_ssl, is_allowed=loopback_only, timeout=0.1))
 
 
 async def timing_out_since(engine: AsyncEngine, sub_id: uuid.UUID) -> object:
