@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +23,7 @@ from sqlalchemy import text
 
 from hangar.db.engine import make_engine
 from tests.fixtures.environment import PG_URL, SECRET
+from tests.fixtures.subprocesses import eventually
 
 PGBOUNCER = shutil.which("pgbouncer") or next(
     (p for p in ("/usr/sbin/pgbouncer",) if os.access(p, os.X_OK)), None
@@ -35,13 +35,13 @@ pytestmark = [
 ENTRY_POINT = Path(sys.executable).with_name("hangar")
 
 
-def pooler(pool_mode: str) -> Iterator[int]:
-    """PgBouncer in `pool_mode` on a free loopback port, in front of the tests' PostgreSQL
-    (trusting every user, as the tests' server does)."""
+def pooler_config(pool_mode: str) -> tuple[Path, int]:
+    """A folder with PgBouncer's config for `pool_mode` on a free loopback port, in front of
+    the tests' PostgreSQL (trusting every user, as the tests' server does), readable by the
+    user PgBouncer drops to (it refuses to run as root); and the port."""
     assert PG_URL is not None
     server = urlsplit(PG_URL)
     port = free_port()
-    # Readable by the user PgBouncer drops to (it refuses to run as root).
     where = Path(tempfile.mkdtemp(prefix="hangar-pgbouncer-"))
     where.chmod(0o755)
     (where / "users.txt").write_text(f'"{server.username}" ""\n')
@@ -55,34 +55,42 @@ def pooler(pool_mode: str) -> Iterator[int]:
     )
     for made in where.iterdir():
         made.chmod(0o644)
+    return where, port
+
+
+@asynccontextmanager
+async def pooler(pool_mode: str) -> AsyncIterator[int]:
+    """PgBouncer running in `pool_mode`; its port, once it listens."""
+    where, port = pooler_config(pool_mode)
     as_user = ["-u", "postgres"] if os.geteuid() == 0 else []
     assert PGBOUNCER is not None
-    process = subprocess.Popen(  # noqa: S603 - the machine's pgbouncer, our config
-        [PGBOUNCER, *as_user, str(where / "pgbouncer.ini")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = await asyncio.create_subprocess_exec(
+        PGBOUNCER, *as_user, str(where / "pgbouncer.ini"),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+
+    async def listening() -> bool:
+        assert process.returncode is None, "pgbouncer exited while starting"
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return False
+        writer.close()
+        return True
+
     try:
-        deadline = time.monotonic() + 10
-        while True:  # until it listens: a poll, bounded
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, process.communicate()[1]
-                assert time.monotonic() < deadline, "pgbouncer did not listen within 10 s"
-                time.sleep(0.05)
+        await eventually(listening, 10, "pgbouncer listening")
         yield port
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        await process.wait()
         shutil.rmtree(where, ignore_errors=True)
 
 
 @pytest.fixture(params=["session", "transaction"])
-def pooled_url(request: pytest.FixtureRequest, blank_database_url: str) -> Iterator[str]:
+async def pooled_url(request: pytest.FixtureRequest, blank_database_url: str) -> AsyncIterator[str]:
     """The blank database, reached through PgBouncer in each pool mode."""
-    for port in pooler(request.param):
+    async with pooler(request.param) as port:
         parts = urlsplit(blank_database_url)
         netloc = parts.netloc.rsplit(":", 1)[0] if ":" in parts.netloc else parts.netloc
         yield urlunsplit(parts._replace(netloc=f"{netloc}:{port}"))
