@@ -97,9 +97,8 @@ class Manifest:
 
     def signed_by(self, keys: Keys) -> bool:
         """Whether one of `keys` signed this manifest (each compared in constant time)."""
-        held = (keys.current, *keys.previous) if keys.current else keys.previous
-        matches = [hmac.compare_digest(self._mac(key), self.signature) for key in held]
-        return any(matches) and bool(self.signature)
+        matches = [hmac.compare_digest(self._mac(key), self.signature) for key in keys.held]
+        return bool(self.signature) and any(matches)
 
 
 def kind_of(database_url: str) -> Kind:
@@ -648,7 +647,7 @@ def _manifest(path: Path, archive: tarfile.TarFile) -> Manifest:
             size=raw["size"] if isinstance(raw["size"], int) and raw["size"] >= 0 else _bad(),
             sha256=_text(raw["sha256"]),
             format_version=raw["format_version"],
-            signature=_optional_text(raw.get("signature", "")),
+            signature=_text(raw["signature"]) if "signature" in raw else "",  # format 1: none
         )
         _version(manifest.hangar_version)
     except (KeyError, TypeError, ValueError, BackupError):
@@ -667,12 +666,6 @@ def _next_file(archive: tarfile.TarFile, name: str) -> tarfile.TarInfo | None:
 
 def _text(value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError
-    return value
-
-
-def _optional_text(value: object) -> str:
-    if not isinstance(value, str):
         raise ValueError
     return value
 
@@ -718,11 +711,11 @@ def _extract(archive: tarfile.TarFile, manifest: Manifest, target: Path) -> None
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
     with os.fdopen(fd, "wb") as out:
         try:
-            while size <= manifest.size and (chunk := fh.read(CHUNK)):
-                sha.update(chunk)
+            while chunk := fh.read(CHUNK):
                 size += len(chunk)
                 if size > manifest.size:
                     break  # never beyond what the manifest promised
+                sha.update(chunk)
                 out.write(chunk)
         except (tarfile.TarError, OSError):
             raise BackupError(damaged) from None

@@ -49,9 +49,13 @@ class Keys:
     current: str | None
     previous: tuple[str, ...] = ()
 
+    @property
+    def held(self) -> tuple[str, ...]:
+        """Every key this process holds, the current one first."""
+        return (self.current, *self.previous) if self.current else self.previous
+
     def fingerprints(self) -> set[str]:
-        keys = (self.current, *self.previous) if self.current else self.previous
-        return {fingerprint(key) for key in keys}
+        return {fingerprint(key) for key in self.held}
 
     def hold(self, found: str) -> bool:
         """Whether one of these keys has the fingerprint `found` (each compared in constant
