@@ -104,6 +104,47 @@ def _membership(
     return {**row, **values}
 
 
+def _table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
+    """`table_name` with `columns`, each a UUID unless `types` names its type."""
+    return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
+
+
+def _a_delivery(delivery: uuid.UUID) -> list[tuple[sa.TableClause, dict[str, Any]]]:
+    """The rows of one failed delivery as every revision since 0007 can hold them: its
+    organization, subscription and event."""
+    org, sub, event = new_id(), new_id(), new_id()
+    return [
+        (ORGS, {"id": org, "name": "O", "created_at": T}),
+        (
+            _table("webhook_subscriptions", "id", "org_id", "name", "url", "events",
+                   "secret_encrypted", "secret_prefix", "enabled", "consecutive_failures",
+                   "created_at", "updated_at", name=sa.String(), url=sa.String(),
+                   events=sa.JSON(), secret_encrypted=sa.String(), secret_prefix=sa.String(),
+                   enabled=sa.Boolean(), consecutive_failures=sa.Integer(),
+                   created_at=UTCDateTime(), updated_at=UTCDateTime()),
+            {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
+             "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
+             "enabled": True, "consecutive_failures": 0, "created_at": T, "updated_at": T},
+        ),
+        (
+            _table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
+                   data=sa.String(), created_at=UTCDateTime()),
+            {"id": event, "org_id": org, "name": "squawk.created", "data": "{}",
+             "created_at": T},
+        ),
+        (
+            _table("webhook_deliveries", "id", "org_id", "subscription_id", "event_id",
+                   "event_name", "status", "attempts_made", "next_attempt_at", "created_at",
+                   "completed_at", event_name=sa.String(), status=sa.String(),
+                   attempts_made=sa.Integer(), next_attempt_at=UTCDateTime(),
+                   created_at=UTCDateTime(), completed_at=UTCDateTime()),
+            {"id": delivery, "org_id": org, "subscription_id": sub, "event_id": event,
+             "event_name": "squawk.created", "status": "failed", "attempts_made": 3,
+             "next_attempt_at": T, "created_at": T, "completed_at": T},
+        ),
+    ]  # fmt: skip
+
+
 async def test_0005_copies_each_accounts_names_to_its_memberships_and_keeps_them_active(
     blank_database_url: str,
 ) -> None:
@@ -386,44 +427,13 @@ async def test_0008_keeps_existing_deliveries_and_attempts_and_goes_back(
     unchanged, the delivery's current series begins at its first attempt, and the way back
     drops only what 0008 added."""
     url = blank_database_url
-    org, sub, event, delivery = new_id(), new_id(), new_id(), new_id()
-
-    def table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
-        return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
-
+    delivery = new_id()
     rows = [
-        (ORGS, {"id": org, "name": "O", "created_at": T}),
+        *_a_delivery(delivery),
         (
-            table("webhook_subscriptions", "id", "org_id", "name", "url", "events",
-                  "secret_encrypted", "secret_prefix", "enabled", "consecutive_failures",
-                  "created_at", "updated_at", name=sa.String(), url=sa.String(),
-                  events=sa.JSON(), secret_encrypted=sa.String(), secret_prefix=sa.String(),
-                  enabled=sa.Boolean(), consecutive_failures=sa.Integer(),
-                  created_at=UTCDateTime(), updated_at=UTCDateTime()),
-            {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
-             "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
-             "enabled": True, "consecutive_failures": 0, "created_at": T, "updated_at": T},
-        ),
-        (
-            table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
-                  data=sa.String(), created_at=UTCDateTime()),
-            {"id": event, "org_id": org, "name": "squawk.created", "data": "{}",
-             "created_at": T},
-        ),
-        (
-            table("webhook_deliveries", "id", "org_id", "subscription_id", "event_id",
-                  "event_name", "status", "attempts_made", "next_attempt_at", "created_at",
-                  "completed_at", event_name=sa.String(), status=sa.String(),
-                  attempts_made=sa.Integer(), next_attempt_at=UTCDateTime(),
-                  created_at=UTCDateTime(), completed_at=UTCDateTime()),
-            {"id": delivery, "org_id": org, "subscription_id": sub, "event_id": event,
-             "event_name": "squawk.created", "status": "failed", "attempts_made": 3,
-             "next_attempt_at": T, "created_at": T, "completed_at": T},
-        ),
-        (
-            table("webhook_attempts", "id", "delivery_id", "number", "started_at",
-                  "status_code", number=sa.Integer(), started_at=UTCDateTime(),
-                  status_code=sa.Integer()),
+            _table("webhook_attempts", "id", "delivery_id", "number", "started_at",
+                   "status_code", number=sa.Integer(), started_at=UTCDateTime(),
+                   status_code=sa.Integer()),
             {"id": new_id(), "delivery_id": delivery, "number": 1, "started_at": T,
              "status_code": 503},
         ),
@@ -800,8 +810,8 @@ async def test_0016_adds_recover_and_the_disabled_notices_and_goes_back(
 
 async def test_0017_adds_the_secret_key_check_empty_and_goes_back(blank_database_url: str) -> None:
     """0017 (issue 40): two new tables, the key check empty (the first process to start
-    fills it), the schema's compatibility written by the upgrade to the head (0017 is an
-    expand step: 0016's code still works on it); the way back drops both."""
+    fills it); the way back drops both. (The compatibility an upgrade to the head writes:
+    0018's test.)"""
     url = blank_database_url
     checks = sa.table(
         "secret_key_checks",
@@ -813,16 +823,64 @@ async def test_0017_adds_the_secret_key_check_empty_and_goes_back(blank_database
     def tables(sync: Any) -> set[str]:
         return set(sa.inspect(sync).get_table_names())
 
-    compatibility = sa.table("schema_compatibility", sa.column("oldest_head", sa.String()))
-
     async with at_revision(url, "0016") as engine:
         await upgrade_async(url, "0017")
         async with engine.begin() as conn:
             assert await conn.scalar(sa.select(sa.func.count()).select_from(checks)) == 0
             await conn.execute(sa.insert(checks).values(id=1, fingerprint="f" * 64, set_at=T))
-            if code_revisions().heads == {"0017"}:
-                oldest = await conn.scalars(sa.select(compatibility.c.oldest_head))
-                assert list(oldest) == ["0016"]
         await asyncio.to_thread(command.downgrade, alembic_config(url), "0016")
         async with engine.connect() as conn:
             assert not {"secret_key_checks", "schema_compatibility"} & await conn.run_sync(tables)
+
+
+async def test_0018_keeps_each_signature_headers_name_but_not_its_value(
+    blank_database_url: str,
+) -> None:
+    """0018 (issue 41): a stored attempt's signature headers keep their names and places, in
+    whatever case they were sent, with the note in place of each value; every other header,
+    an attempt that sent nothing and one with no headers are as they were. 0016's code still
+    works on the schema, as the upgrade to the head records."""
+    url = blank_database_url
+    delivery = new_id()
+    attempts = _table(
+        "webhook_attempts", "id", "delivery_id", "number", "started_at", "status_code",
+        "request_headers", number=sa.Integer(), started_at=UTCDateTime(),
+        status_code=sa.Integer(), request_headers=sa.JSON(),
+    )  # fmt: skip
+    sent = [
+        ["Content-Type", "application/json"],
+        ["X-Service-Signature", "sha256=" + "ab" * 32],
+        ["x-service-signature-previous", "sha256=" + "cd" * 32],
+        ["webhook-id", "d-1"],
+        ["Webhook-Signature", "v1,AAAA v1,BBBB"],
+        ["X-Service-Event", "squawk.created — é"],
+    ]
+    kept = [
+        ["Content-Type", "application/json"],
+        ["X-Service-Signature", "(computed when sent; not kept)"],
+        ["x-service-signature-previous", "(computed when sent; not kept)"],
+        ["webhook-id", "d-1"],
+        ["Webhook-Signature", "(computed when sent; not kept)"],
+        ["X-Service-Event", "squawk.created — é"],
+    ]
+    async with at_revision(url, "0017") as engine:
+        async with engine.begin() as conn:
+            for target, values in _a_delivery(delivery):
+                await conn.execute(sa.insert(target).values(**values))
+            for number, headers in enumerate((sent, None, []), start=1):
+                await conn.execute(
+                    sa.insert(attempts).values(
+                        id=new_id(), delivery_id=delivery, number=number, started_at=T,
+                        status_code=204, request_headers=headers,
+                    )
+                )  # fmt: skip
+        await upgrade_async(url)
+        async with engine.connect() as conn:
+            stored = await conn.execute(
+                sa.select(attempts.c.request_headers).order_by(attempts.c.number)
+            )
+            assert [row[0] for row in stored] == [kept, None, []]
+            if code_revisions().heads == {"0018"}:
+                compatibility = sa.table("schema_compatibility", sa.column("oldest_head"))
+                oldest = await conn.scalars(sa.select(compatibility.c.oldest_head))
+                assert list(oldest) == ["0016"]

@@ -24,8 +24,9 @@ from sqlalchemy import update
 
 from hangar.kit.container import Services
 from hangar.webhooks.explain import explain
-from hangar.webhooks.models import Subscription
+from hangar.webhooks.models import Attempt, Subscription
 from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
+from hangar.webhooks.signing import NOT_KEPT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only
@@ -149,17 +150,41 @@ async def test_the_request_is_shown_as_sent_and_the_response_cut_at_2_kb(
     request = attempt["request"]
     assert request["body"].encode() == received.body  # byte for byte
     shown = {name.lower(): value for name, value in request["headers"]}
-    for name in ("Content-Type", "User-Agent", "X-Service-Event", "X-Service-Signature"):
+    for name in ("Content-Type", "User-Agent", "X-Service-Event", "X-Service-Delivery"):
         assert shown[name.lower()] == received.headers[name]
-    assert shown["x-service-delivery"] == received.headers["X-Service-Delivery"]
+    # The body it signed is shown; the signature itself was not kept (anyone reading the log
+    # or a backup could send it again), only its name, with a note in place of its value.
     expected = hmac.new(SECRET.encode(), request["body"].encode(), hashlib.sha256).hexdigest()
-    assert shown["x-service-signature"] == f"sha256={expected}"
+    assert received.headers["X-Service-Signature"] == f"sha256={expected}"
+    assert shown["x-service-signature"] == shown["webhook-signature"] == NOT_KEPT
+    assert expected not in str(attempt)
+    assert received.headers["webhook-signature"] not in str(attempt)
     assert SECRET not in str(attempt)
 
     response = attempt["response"]
     assert (response["status_code"], response["reason"]) == (503, "Service Unavailable")
     assert response["body"] == receiver.body[:RESPONSE_KEPT_BYTES].decode()
     assert ["Content-Length", str(len(receiver.body))] in response["headers"]
+
+
+async def test_a_signature_an_older_release_stored_is_not_shown(
+    services: Services, admin: httpx.AsyncClient, org: Org, receiver: Receiver, sender: Sender
+) -> None:
+    # During an upgrade, a worker of the previous release still stores the signatures it
+    # sends: the log masks them when it shows the attempt, whoever wrote it.
+    receiver.statuses = [204]
+    sub_id = await subscribe(services, org, receiver.url())
+    await fire(services, org)
+    assert await dispatcher(services, sender).run_once() == 1
+    [received] = receiver.requests
+    as_sent = [[name, value] for name, value in received.headers.items()]
+    async with services.engine.begin() as conn:
+        await conn.execute(update(Attempt).values(request_headers=as_sent))
+    [entry] = await delivery_log(admin, org, sub_id)
+    shown = dict(entry["attempts"][0]["request"]["headers"])
+    assert shown["X-Service-Signature"] == shown["webhook-signature"] == NOT_KEPT
+    assert shown["X-Service-Delivery"] == received.headers["X-Service-Delivery"]
+    assert received.headers["X-Service-Signature"] not in str(entry)
 
 
 async def test_the_screen_shows_the_exchange_escaped_and_never_the_secret(
@@ -180,7 +205,8 @@ async def test_the_screen_shows_the_exchange_escaped_and_never_the_secret(
     assert "<img src=x" not in text
     assert str(escape(receiver.body.decode())) in text
     assert "The receiver failed with 500 Internal Server Error." in text
-    assert f"X-Service-Signature: {received.headers['X-Service-Signature']}" in text
+    assert f"X-Service-Signature: {NOT_KEPT}" in text
+    assert received.headers["X-Service-Signature"] not in text
     assert str(escape(received.body.decode())) in text
     assert "<summary>Request</summary>" in text
     assert "<summary>Response</summary>" in text

@@ -10,6 +10,7 @@ from hangar.foundation.ids import new_id
 from hangar.webhooks.claims import Claimed
 from hangar.webhooks.records import Outcome
 from hangar.webhooks.sender import AttemptResult
+from hangar.webhooks.signing import without_signatures
 
 MAX_ATTEMPTS = 3
 # The wait before attempt 2 and before attempt 3.
@@ -24,6 +25,7 @@ def outcome_of(
     number = delivery.attempts_made + 1
     in_series = number - delivery.series_from
     retry = not result.succeeded and in_series < MAX_ATTEMPTS
+    sent = result.request_headers
     return Outcome(
         delivery_id=delivery.id,
         subscription_id=delivery.subscription_id,
@@ -43,7 +45,7 @@ def outcome_of(
             "response_body": result.response_body,
             "outcome": result.kind,
             "outcome_detail": result.detail,
-            "request_headers": _pairs(result.request_headers),
+            "request_headers": None if sent is None else without_signatures(sent),
             "response_reason": result.reason,
             "response_headers": _pairs(result.response_headers),
         },

@@ -16,11 +16,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import orjson
 
 USER_AGENT = "Service-Webhooks/1.0"
+# The headers that hold a signature, lowercase. Never stored: a stored signature is a delivery
+# anyone who reads the database (or a backup) could send again.
+SIGNATURE_HEADERS = frozenset(
+    ("x-service-signature", "x-service-signature-previous", "webhook-signature")
+)
+# What the delivery log shows in their place.
+NOT_KEPT = "(computed when sent; not kept)"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -43,6 +51,13 @@ def envelope(event: str, delivered_at: datetime, data: str) -> bytes:
             b"}",
         )
     )
+
+
+def without_signatures(headers: Iterable[Sequence[str]]) -> list[list[str]]:
+    """`headers` ([name, value] pairs) as kept and shown: each signature's value replaced by
+    NOT_KEPT. The log shows what went out, and a signature can be made again from the secret
+    (Redeliver signs when it sends), so nothing is lost by not keeping it."""
+    return [[n, NOT_KEPT if n.lower() in SIGNATURE_HEADERS else v] for n, v in headers]
 
 
 def unix_seconds(moment: datetime) -> int:
