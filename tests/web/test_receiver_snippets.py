@@ -1,8 +1,13 @@
 """/docs' webhook receivers, in Python, Node.js, Ruby, PHP and Go, each run as the page says
 to run it, under its own runtime, against deliveries signed by hangar's own signing code (the
 headers the dispatcher sends): a signed delivery is answered 204 and handled once however
-often it comes; a tampered or unsigned one is refused; during a secret's rotation, a receiver
-that still holds the previous secret accepts the delivery by `X-Service-Signature-Previous`.
+often it comes; a tampered or unsigned one is refused, and so is a replayed copy, whether
+stale (signed more than 5 minutes from the receiver's clock) or given a new delivery id;
+during a secret's rotation, a receiver that still holds the previous secret accepts the
+delivery by `X-Service-Signature-Previous` and the second `webhook-signature`.
+
+The receivers read the real clock (they are the integrator's programs): deliveries are signed
+at the test's real time, offset where the test is of a stale one.
 A runtime that is not installed skips its receiver, saying which (.ci/run installs them)."""
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -26,7 +31,6 @@ from scripts.scratch import free_port
 
 from hangar.web.docs import RECEIVERS, SNIPPETS
 from hangar.webhooks.signing import envelope, headers
-from tests.fixtures.fakes import START
 from tests.fixtures.subprocesses import Started, eventually, started
 
 OLD_SECRET = "3f" * 32  # the receiver's: the secret before a rotation
@@ -124,10 +128,12 @@ def delivery(
     delivery_id: str | None = None,
     previous_secret: str | None = None,
     attempt: int = 0,
+    signed_ago: timedelta = timedelta(0),
 ) -> tuple[bytes, dict[str, str]]:
-    """A delivery's body and headers, exactly as the dispatcher makes them. A later attempt
-    (or a Redeliver) of the same delivery has its own `delivered_at`, so other bytes."""
-    sent_at = START + timedelta(seconds=attempt)
+    """A delivery's body and headers, exactly as the dispatcher makes them, signed now (less
+    `signed_ago`). A later attempt (or a Redeliver) of the same delivery has its own
+    `delivered_at`, so other bytes."""
+    sent_at = datetime.now(UTC) - signed_ago + timedelta(seconds=attempt)
     body = envelope("squawk.created", sent_at, DATA)
     sent = headers(
         "squawk.created",
@@ -145,7 +151,7 @@ async def test_a_signed_delivery_is_answered_at_once_and_handled_once(
     receiver: Receiver,
 ) -> None:
     body, sent = delivery(OLD_SECRET)
-    first = sent["X-Service-Delivery"]
+    first, first_body = sent["X-Service-Delivery"], body
     async with httpx.AsyncClient(timeout=10) as http:
         assert (await http.post(receiver.url, content=body, headers=sent)).status_code == 204
         # A retry of it (after a timeout, or a Redeliver): other bytes, the same id. It is
@@ -161,7 +167,7 @@ async def test_a_signed_delivery_is_answered_at_once_and_handled_once(
     if receiver.language == "php":
         # The first delivery's bytes, as received: the repeat replaced nothing.
         queued = (receiver.queue_dir / f"{first}.json").read_bytes()
-        assert queued == delivery(OLD_SECRET, delivery_id=first)[0]
+        assert queued == first_body
     else:
         printed = receiver.server.output()
         assert f"{first} squawk.created " in printed
@@ -184,6 +190,10 @@ async def test_a_tampered_or_unsigned_delivery_is_refused(receiver: Receiver) ->
         assert await status(body, forged) == 401
         unsigned = {k: v for k, v in sent.items() if not k.startswith("X-Service-Signature")}
         assert await status(body, unsigned) == 401
+        # The contract's signature alone is not enough: Standard Webhooks' is what dates it.
+        undated = {k: v for k, v in sent.items() if not k.startswith("webhook-")}
+        assert await status(body, undated) == 401
+        assert await status(body, {**sent, "webhook-signature": "v1,AAAA"}) == 401
         # A signature of the right length but another value.
         flipped = sent["X-Service-Signature"][:-1] + (
             "0" if sent["X-Service-Signature"][-1] != "0" else "1"
@@ -193,6 +203,37 @@ async def test_a_tampered_or_unsigned_delivery_is_refused(receiver: Receiver) ->
         assert await status(body, sent) == 204
     # Nothing refused was handled: only the signed delivery sent last.
     assert await receiver.until_handled(sent["X-Service-Delivery"]) == [sent["X-Service-Delivery"]]
+
+
+async def test_a_replayed_copy_is_refused_or_dropped(receiver: Receiver) -> None:
+    # A delivery copied off the wire (or out of the receiver's own logs) and sent again.
+    body, sent = delivery(OLD_SECRET)
+    async with httpx.AsyncClient(timeout=10) as http:
+
+        async def status(content: bytes, with_headers: dict[str, str]) -> int:
+            return (
+                await http.post(receiver.url, content=content, headers=with_headers)
+            ).status_code
+
+        assert await status(body, sent) == 204
+        # Within the tolerance, as it was: acknowledged, and dropped by its signed id.
+        assert await status(body, sent) == 204
+        # Given a new id, to pass as a new delivery: webhook-signature covers the id.
+        new_id = str(uuid.uuid4())
+        renamed = {**sent, "X-Service-Delivery": new_id, "webhook-id": new_id}
+        assert await status(body, renamed) == 401
+        # Signed 6 minutes ago (or 6 minutes ahead): stale, whatever its signatures.
+        for signed_ago in (timedelta(minutes=6), timedelta(minutes=-6)):
+            old_body, old_sent = delivery(OLD_SECRET, signed_ago=signed_ago)
+            assert await status(old_body, old_sent) == 401
+        # Given a fresh timestamp to look new: the signature covers the time too.
+        restamped = {**old_sent, "webhook-timestamp": sent["webhook-timestamp"]}
+        assert await status(old_body, restamped) == 401
+        # Signed 4 minutes ago: within the tolerance.
+        late_body, late_sent = delivery(OLD_SECRET, signed_ago=timedelta(minutes=4))
+        assert await status(late_body, late_sent) == 204
+    handled = await receiver.until_handled(late_sent["webhook-id"])
+    assert sorted(handled) == sorted([sent["webhook-id"], late_sent["webhook-id"]])
 
 
 async def test_during_a_rotation_the_previous_secrets_signature_is_accepted(

@@ -1,21 +1,25 @@
-"""A webhook receiver: checks the signature, drops repeats, answers at once, works after.
+"""A webhook receiver: checks both signatures and the time, drops repeats, answers at once,
+works after.
 
 Run:  WEBHOOK_SECRET=<your secret> PORT=8080 python3 receiver.py
 Serve it behind TLS: webhooks are only ever sent to https:// URLs.
 """
 
+import base64
 import hashlib
 import hmac
 import json
 import os
 import queue
 import threading
+import time
 import traceback
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 SECRET = os.environ["WEBHOOK_SECRET"].encode()
+TOLERANCE_S = 5 * 60  # a delivery signed longer ago (or ahead) than this is refused
 work: queue.Queue[tuple[str, bytes]] = queue.Queue()
 seen: set[str] = set()  # in production: a unique key on the delivery id where you keep work
 
@@ -27,13 +31,30 @@ def signed_with_secret(raw_body: bytes, signature: str | None) -> bool:
     return signature is not None and hmac.compare_digest(expected.encode(), signature.encode())
 
 
+def signed_recently(raw_body: bytes, headers: Message) -> bool:
+    # Standard Webhooks' signature covers webhook-id and webhook-timestamp as well as the
+    # body: a copy sent again later is stale, and one given another id does not verify.
+    webhook_id = headers.get("webhook-id", "")
+    timestamp = headers.get("webhook-timestamp", "")
+    if not webhook_id or not timestamp.isascii() or not timestamp.isdigit():
+        return False
+    if abs(time.time() - int(timestamp)) > TOLERANCE_S:
+        return False
+    signed = f"{webhook_id}.{timestamp}.".encode() + raw_body
+    expected = "v1," + base64.b64encode(hmac.new(SECRET, signed, hashlib.sha256).digest()).decode()
+    # Several space-separated signatures while a secret is rotated: one of yours is enough.
+    given = headers.get("webhook-signature", "").split()
+    return any(hmac.compare_digest(expected.encode(), g.encode()) for g in given)
+
+
 def is_authentic(raw_body: bytes, headers: Message) -> bool:
     # While a secret is rotated, X-Service-Signature is made with the new secret and
     # X-Service-Signature-Previous with the old one: either one matching yours is enough, so
     # you can switch WEBHOOK_SECRET to the new secret at any time during the grace period.
-    return signed_with_secret(raw_body, headers.get("X-Service-Signature")) or (
+    signed = signed_with_secret(raw_body, headers.get("X-Service-Signature")) or (
         signed_with_secret(raw_body, headers.get("X-Service-Signature-Previous"))
     )
+    return signed and signed_recently(raw_body, headers)
 
 
 def handle(delivery_id: str, envelope: dict[str, Any]) -> None:
@@ -56,9 +77,10 @@ class Receiver(BaseHTTPRequestHandler):
         if not is_authentic(raw, self.headers):
             self.answer(401)
             return
-        # The same delivery can come again (a retry after a timeout, a Redeliver): answer it
-        # with a 2xx, so that hangar stops sending it, but handle it only once.
-        delivery_id = self.headers.get("X-Service-Delivery", "")
+        # The same delivery can come again (a retry after a timeout, a Redeliver, a copy
+        # replayed within the tolerance): answer it with a 2xx, so that hangar stops sending
+        # it, but handle it only once. By webhook-id: the signature covers it.
+        delivery_id = self.headers.get("webhook-id", "")
         if delivery_id not in seen:
             seen.add(delivery_id)
             work.put((delivery_id, raw))
