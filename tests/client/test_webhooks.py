@@ -4,13 +4,20 @@ hangar's own signer, carrying the data of events the product actions really fire
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 import httpx
 import orjson
 import pytest
 
 from hangar.webhooks import catalogue, signing
-from hangar_client import InvalidPayload, parse_event, verify_delivery, verify_signature
+from hangar_client import (
+    InvalidPayload,
+    SeenDeliveries,
+    parse_event,
+    verify_delivery,
+    verify_signature,
+)
 from hangar_client.events import EVENT_TYPES, TestPing, UnknownData
 from tests.fixtures.actions import raw_events
 from tests.fixtures.all_events import fire_everything
@@ -51,15 +58,51 @@ def test_during_a_rotation_either_secret_verifies_the_delivery(clock: FakeClock)
         "squawk.created", "d-1", new, body, event_id="e-1", sent_at=clock.now(),
         previous_secret=old,
     )  # fmt: skip
-    assert verify_delivery(new, body, sent)
-    assert verify_delivery(old, body, sent)
-    assert verify_delivery(old, body, {k.lower(): v for k, v in sent.items()})
-    assert not verify_delivery("0c" * 32, body, sent)
-    assert not verify_delivery(old, body + b" ", sent)
+    now = clock.now()
+    assert verify_delivery(new, body, sent, now=now)
+    assert verify_delivery(old, body, sent, now=now)
+    assert verify_delivery(old, body, {k.lower(): v for k, v in sent.items()}, now=now)
+    assert not verify_delivery("0c" * 32, body, sent, now=now)
+    assert not verify_delivery(old, body + b" ", sent, now=now)
     # Once the grace is over only the new secret signs: the old one no longer verifies.
-    after = signing.headers("squawk.created", "d-1", new, body, event_id="e-1", sent_at=clock.now())
-    assert verify_delivery(new, body, after)
-    assert not verify_delivery(old, body, after)
+    after = signing.headers("squawk.created", "d-1", new, body, event_id="e-1", sent_at=now)
+    assert verify_delivery(new, body, after, now=now)
+    assert not verify_delivery(old, body, after, now=now)
+
+
+def test_a_copy_sent_again_is_stale_or_a_repeat(clock: FakeClock) -> None:
+    """Replays: a delivery verifies within 5 minutes of its signed time, either way, and not
+    after; given another id or time it does not verify (webhook-signature covers both); the
+    contract's signature alone is not enough; a repeat within the tolerance is seen by its
+    id, in any header case."""
+    body, sent = delivery("squawk.created", '{"id":"x"}', clock)
+    signed_at = clock.now()
+    for off in (timedelta(0), timedelta(minutes=5), timedelta(minutes=-5)):
+        assert verify_delivery(SECRET, body, sent, now=signed_at + off)
+    for off in (timedelta(minutes=5, seconds=1), timedelta(minutes=-5, seconds=-1)):
+        assert not verify_delivery(SECRET, body, sent, now=signed_at + off)
+    assert verify_delivery(
+        SECRET, body, sent, now=signed_at + timedelta(minutes=9), tolerance=timedelta(minutes=10)
+    )
+    now = signed_at + timedelta(minutes=1)
+    renamed = {**sent, "X-Service-Delivery": "delivery-2", "webhook-id": "delivery-2"}
+    assert not verify_delivery(SECRET, body, renamed, now=now)
+    restamped = {**sent, "webhook-timestamp": str(int(sent["webhook-timestamp"]) + 60)}
+    assert not verify_delivery(SECRET, body, restamped, now=now)
+    undated = {k: v for k, v in sent.items() if not k.startswith("webhook-")}
+    assert not verify_delivery(SECRET, body, undated, now=now)
+    for hostile in ("9" * 5000, "-60", "1e9", "١٢٣", ""):  # no exception, no slow int()
+        assert not verify_delivery(SECRET, body, {**sent, "webhook-timestamp": hostile}, now=now)
+    assert not verify_delivery(SECRET, body, {**sent, "webhook-signature": "v1,ünï v1,"}, now=now)
+    # Without `now`, the real clock: this delivery was signed at the fake clock's time.
+    assert not verify_delivery(SECRET, body, sent)
+
+    seen = SeenDeliveries(limit=2)
+    assert seen.first_time(sent)
+    assert not seen.first_time({k.lower(): v for k, v in sent.items()})
+    assert seen.first_time({"webhook-id": "delivery-2"})
+    assert seen.first_time({"webhook-id": "delivery-3"})  # the oldest id is forgotten
+    assert seen.first_time(sent)
 
 
 async def test_each_of_the_13_events_parses_to_its_type(

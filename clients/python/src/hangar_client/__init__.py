@@ -42,7 +42,7 @@ from hangar_client.models import (
     WorkOrder,
 )
 from hangar_client.policy import RetryPolicy
-from hangar_client.signature import verify_delivery, verify_signature, whsec
+from hangar_client.signature import SeenDeliveries, verify_delivery, verify_signature, whsec
 
 __version__ = VERSION
 
@@ -75,6 +75,7 @@ __all__ = [
     "ReservationPage",
     "RetryPolicy",
     "Retrying",
+    "SeenDeliveries",
     "ServerError",
     "ServiceUnavailable",
     "Squawk",

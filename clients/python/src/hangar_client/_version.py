@@ -3,6 +3,7 @@ events API (`client.events`) and the `hangar-client listen` command; 1.3.0 typed
 every failure (a bad key, no answer, a proxy's page) and retries of 502, 504 and connection
 failures as well as 429 and 503, with `max_retries`, `on_retry` and `with_options`; 1.3.1
 `hangar-client listen` prints what a server or receiver says with its control and format
-characters escaped."""
+characters escaped; 1.4.0 `verify_delivery` refuses replays (the Standard Webhooks signature
+too, within 5 minutes) and `SeenDeliveries` drops repeats by the signed `webhook-id`."""
 
-VERSION = "1.3.1"
+VERSION = "1.4.0"
