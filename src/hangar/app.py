@@ -34,9 +34,11 @@ from hangar.routes import invitations as invitation_routes
 from hangar.routes import keys as key_routes
 from hangar.routes import maintenance as maintenance_routes
 from hangar.routes import members as member_routes
+from hangar.routes import organization as organization_routes
 from hangar.routes import reservations as reservation_routes
 from hangar.routes import session as session_routes
 from hangar.routes import squawks as squawk_routes
+from hangar.routes import two_factor as two_factor_routes
 from hangar.routes import webhooks as webhook_routes
 from hangar.webhooks.sender import Sender
 from hangar.wiring.container import build_services
@@ -134,10 +136,12 @@ def create_app(
         health.live_router,
         metrics_endpoint.router,  # GET /metrics, when HANGAR_METRICS_TOKEN is set
         session_routes.router,
+        two_factor_routes.router,
         invitation_routes.router,
         key_routes.router,
         webhook_routes.router,
         member_routes.router,
+        organization_routes.router,
         fleet_routes.router,
         reservation_routes.router,
         squawk_routes.router,

@@ -1,5 +1,5 @@
 """What a person does with their own account: sign in and out, and recover it through the
-operator's reset link.
+operator's reset link. (Its second factor: hangar.accounts.second_factor.)
 
 ## Signing in
 
@@ -55,7 +55,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.models import PasswordReset
-from hangar.auth import sessions, users
+from hangar.auth import sessions, two_factor, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
@@ -89,7 +89,7 @@ def _client(address: str) -> str:
     return str(found)
 
 
-def _address_budget(address: str) -> Budget:
+def address_budget(address: str) -> Budget:
     return f"sign-in:address:{_client(address)}", ADDRESS_LIMITS
 
 
@@ -97,10 +97,10 @@ async def _refuse_if_spent(services: Services, budgets: tuple[Budget, ...], now:
     for subject, limits in budgets:
         refused = await services.limiter.exceeded(subject, limits, now)
         if refused is not None:
-            raise _spent(refused, now)
+            raise spent(refused, now)
 
 
-def _spent(refused: Limit, now: datetime) -> RateLimited:
+def spent(refused: Limit, now: datetime) -> RateLimited:
     return RateLimited(
         f"Too many failed sign-ins: {refused.label}", retry_after=refused.resets_in(now)
     )
@@ -109,12 +109,23 @@ def _spent(refused: Limit, now: datetime) -> RateLimited:
 async def refuse_spent_address(services: Services, address: str, now: datetime) -> None:
     """429 for a client address whose failed sign-ins are spent (the sign-in route asks before
     it reads the body: the flood it refuses costs a limiter lookup per request, bench G12c)."""
-    await _refuse_if_spent(services, (_address_budget(address),), now)
+    await _refuse_if_spent(services, (address_budget(address),), now)
 
 
-async def sign_in_or_refuse(services: Services, email: str, password: str, address: str) -> Started:
-    """A new session, or 401 INVALID_CREDENTIALS, or 429 once the failures allowed to this
-    client `address` (or to this email from it) are spent.
+@dataclass(frozen=True)
+class Challenged:
+    """The password was right, and the account has two-factor sign-in: the challenge cookie's
+    value, which `verify_second_factor` takes with a code."""
+
+    token: str
+
+
+async def sign_in_or_refuse(
+    services: Services, email: str, password: str, address: str
+) -> Started | Challenged:
+    """A new session (or, for an account with two-factor sign-in, a challenge waiting for its
+    code), or 401 INVALID_CREDENTIALS, or 429 once the failures allowed to this client
+    `address` (or to this email from it) are spent.
 
     Each try is counted in the budgets before the password is hashed, so a spent one gives a
     guesser nothing, costs no hash and cannot be raced by a burst; only a failure keeps its
@@ -124,24 +135,40 @@ async def sign_in_or_refuse(services: Services, email: str, password: str, addre
     """
     now = services.clock.now()
     budgets = (
-        _address_budget(address),
+        address_budget(address),
         (f"sign-in:email:{_client(address)}:{email.strip().lower()}", ACCOUNT_LIMITS),
     )
     refused = await ratelimit.take(services.limiter, budgets, now)
     if refused is not None:
-        raise _spent(refused, now)
-    failed = False
+        raise spent(refused, now)
+    new: Started | Challenged | None = None
     try:
         async with services.engine.begin() as conn:
-            result = await sessions.sign_in(conn, email, password, now)
-            new = None if result is None else await started(conn, result)
-        failed = new is None
+            account = await sessions.verify_credentials(conn, email, password)
+            if account is not None:
+                new = await _signed_in_or_challenged(conn, account, now)
     finally:
-        if not failed:
+        if new is not None:
             await ratelimit.give_back(services.limiter, budgets, now)
     if new is None:
         raise Unauthorized("Wrong email or password", "INVALID_CREDENTIALS")
     return new
+
+
+async def _signed_in_or_challenged(
+    conn: AsyncConnection, account: tuple[uuid.UUID, str], now: datetime
+) -> Started | Challenged:
+    user_id, email = account
+    if await two_factor.is_enabled(conn, user_id):
+        return Challenged(await two_factor.challenge(conn, user_id, now))
+    return await started(conn, await sessions.start(conn, user_id, email, now))
+
+
+def two_factor_required() -> Unauthorized:
+    """What a right password is answered with when the account also needs its code."""
+    return Unauthorized(
+        "Enter the code from your authenticator app (or a recovery code)", "TWO_FACTOR_REQUIRED"
+    )
 
 
 sign_out = sessions.sign_out  # the session's row goes; nothing to add here

@@ -52,12 +52,12 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def sign_in(
-    conn: AsyncConnection, email: str, password: str, now: datetime
-) -> tuple[str, SignedIn] | None:
-    """A new session for these credentials, or None when they are wrong. An email with no
-    account (or no password) costs one hash too, against a dummy: the time of the answer
-    does not say whether the email has an account."""
+async def verify_credentials(
+    conn: AsyncConnection, email: str, password: str
+) -> tuple[uuid.UUID, str] | None:
+    """The account (id, email) these credentials prove, or None when they are wrong. An email
+    with no account (or no password) costs one hash too, against a dummy: the time of the
+    answer does not say whether the email has an account."""
     row = (
         await conn.execute(
             select(User.id, User.email, User.password_hash).where(
@@ -74,7 +74,7 @@ async def sign_in(
     matches = await verified(stored, password)
     if not matches or row is None or not row.password_hash:
         return None
-    return await start(conn, row.id, row.email, now)
+    return row.id, row.email
 
 
 async def start(

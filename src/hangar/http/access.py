@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from hangar.auth import sessions
+from hangar.auth import sessions, two_factor
 from hangar.http.routing import ServicesDep, before_body, path_id, services_of
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
@@ -90,10 +90,20 @@ def acting(*required: str) -> Any:
     ) -> Actor:
         actor = await _actor(request, services, signed_in)
         if not may(actor, *required):
+            if actor.withheld & set(required):
+                raise two_factor_first()
             raise Forbidden(f"This needs the capability {' or '.join(required)}")
         return actor
 
     return Depends(dependency)
+
+
+def two_factor_first() -> Forbidden:
+    return Forbidden(
+        "This organization requires two-factor sign-in for Org Settings: set it up first "
+        "(POST /api/session/two-factor, or Two-factor sign-in in Org Settings)",
+        "TWO_FACTOR_REQUIRED",
+    )
 
 
 def set_session_cookie(response: Response, services: Services, token: str) -> None:
@@ -102,6 +112,20 @@ def set_session_cookie(response: Response, services: Services, token: str) -> No
         sessions.COOKIE,
         token,
         max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=services.settings.public_url.startswith("https://"),
+        path="/",
+    )
+
+
+def set_challenge_cookie(response: Response, services: Services, token: str) -> None:
+    """The cookie of a sign-in waiting for its second factor (hangar.auth.two_factor), for
+    its few minutes, as the session cookie is otherwise."""
+    response.set_cookie(
+        two_factor.CHALLENGE_COOKIE,
+        token,
+        max_age=int(two_factor.CHALLENGE_LIFETIME.total_seconds()),
         httponly=True,
         samesite="lax",
         secure=services.settings.public_url.startswith("https://"),

@@ -11,8 +11,8 @@ from typing import TypedDict
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth import sessions
-from hangar.orgs.capabilities import ROLE_NAMES, capabilities_of
+from hangar.auth import sessions, two_factor
+from hangar.orgs.capabilities import ORG_SETTINGS_CAPABILITIES, ROLE_NAMES, capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
 
 
@@ -25,6 +25,9 @@ class Actor:
     role_name: str | None
     capabilities: frozenset[str]
     session: sessions.SignedIn
+    # What the role grants but the organization withholds until the person sets up
+    # two-factor sign-in (its `require_two_factor`): Org Settings' capabilities, or none.
+    withheld: frozenset[str] = frozenset()
 
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
@@ -37,8 +40,9 @@ async def actor_in(
     decision, for the JSON API (a 404) and the screens (their 404 page) alike."""
     role = (
         await conn.execute(
-            select(Role.name)
+            select(Role.name, Organization.require_two_factor)
             .select_from(Membership)
+            .join(Organization, Organization.id == Membership.org_id)
             .outerjoin(Role, Role.id == Membership.role_id)
             .where(
                 Membership.org_id == org_id,
@@ -50,12 +54,18 @@ async def actor_in(
     ).first()
     if role is None:
         return None
+    granted = frozenset(capabilities_of(role.name))
+    withheld: frozenset[str] = frozenset()
+    at_stake = granted & ORG_SETTINGS_CAPABILITIES if role.require_two_factor else frozenset()
+    if at_stake and not await two_factor.is_enabled(conn, signed_in.user_id):
+        withheld = at_stake
     return Actor(
         user_id=signed_in.user_id,
         org_id=org_id,
         role_name=role.name,
-        capabilities=frozenset(capabilities_of(role.name)),
+        capabilities=granted - withheld,
         session=signed_in,
+        withheld=withheld,
     )
 
 

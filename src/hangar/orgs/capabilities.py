@@ -33,6 +33,10 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "member": (RESERVATIONS_OWN, SQUAWKS_REPORT),
 }
 
+# What Org Settings grants: an organization that requires two-factor sign-in withholds these
+# from an admin without it (hangar.orgs.actors), until they set it up.
+ORG_SETTINGS_CAPABILITIES = frozenset((ORG_SETTINGS, MEMBERS_MANAGE))
+
 # The four built-in roles, in the order they are listed everywhere.
 ROLE_NAMES = tuple(CAPABILITIES)
 

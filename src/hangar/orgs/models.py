@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
@@ -27,6 +27,8 @@ class Organization(Base):
     id: Mapped[uuid.UUID] = id_column()
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime]
+    # Admins without two-factor sign-in are kept out of Org Settings (hangar.orgs.actors).
+    require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class Role(Base):

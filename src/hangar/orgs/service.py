@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import TypedDict
 
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.auth import sessions, users
+from hangar.auth import sessions, two_factor, users
 from hangar.auth.passwords import hashed
 from hangar.kit import ratelimit
 from hangar.kit.container import Services
+from hangar.kit.errors import Conflict
 from hangar.orgs import actors, handover, invitations, members
 from hangar.orgs.actors import Actor, Started, started
 
@@ -39,6 +42,7 @@ from hangar.orgs.members import InvitedMember, invited_member
 from hangar.orgs.members import NewMemberBody as NewMemberBody
 from hangar.orgs.members import invite_member as invite_member
 from hangar.orgs.members import remove_member as remove_member
+from hangar.orgs.models import Organization
 
 
 async def open_link(conn: AsyncConnection, token: str, now: datetime) -> invitations.Open:
@@ -105,3 +109,41 @@ async def invite(
         raise
     handed = await handover.hand_over(services.settings, invited, now)
     return invited_member(invited, body, handed.for_admin(invited.member.email))
+
+
+class OrganizationView(TypedDict):
+    id: str
+    name: str
+    require_two_factor: bool
+
+
+async def organization(conn: AsyncConnection, actor: Actor) -> OrganizationView:
+    """GET /api/orgs/{org_id}: the organization's settings."""
+    row = (
+        await conn.execute(
+            select(Organization.name, Organization.require_two_factor).where(
+                Organization.id == actor.org_id
+            )
+        )
+    ).one()
+    return {"id": str(actor.org_id), "name": row.name, "require_two_factor": row.require_two_factor}
+
+
+async def require_two_factor(
+    conn: AsyncConnection, actor: Actor, required: bool
+) -> OrganizationView:
+    """Turns the organization's "require two-factor sign-in for admins" on or off. On only by
+    an admin who has it (409 TWO_FACTOR_REQUIRED otherwise): no admin locks themselves out
+    by turning it on."""
+    if required and not await two_factor.is_enabled(conn, actor.user_id):
+        raise Conflict(
+            "Set up two-factor sign-in for yourself first: requiring it would keep you out of "
+            "Org Settings",
+            "TWO_FACTOR_REQUIRED",
+        )
+    await conn.execute(
+        update(Organization)
+        .where(Organization.id == actor.org_id)
+        .values(require_two_factor=required)
+    )
+    return await organization(conn, actor)

@@ -14,7 +14,8 @@ from starlette.responses import Response
 
 from hangar.accounts import service
 from hangar.auth import passwords, sessions
-from hangar.http.access import current_session, set_session_cookie
+from hangar.http.access import current_session, set_challenge_cookie, set_session_cookie
+from hangar.http.error_handlers import error_response
 from hangar.http.responses import json_response
 from hangar.http.routing import JsonRoute, ServicesDep, Tx, before_body, client_of, services_of
 from hangar.kit.bodies import RequestBody
@@ -45,6 +46,13 @@ async def sign_in(request: Request, services: ServicesDep, credentials: Credenti
     new = await service.sign_in_or_refuse(
         services, credentials.email, credentials.password, client_of(request)
     )
+    if isinstance(new, service.Challenged):
+        # The password was right; the account's code comes next, with this cookie
+        # (POST /api/session/two-factor/verify).
+        needed = service.two_factor_required()
+        response = error_response(needed.status, needed.code, needed.detail, None, needed.headers)
+        set_challenge_cookie(response, services, new.token)
+        return response
     response = json_response(new.view)
     set_session_cookie(response, services, new.token)
     return response

@@ -1,0 +1,283 @@
+"""Two-factor sign-in: a TOTP authenticator (RFC 6238: SHA-1, 6 digits, 30 s, as every
+authenticator app reads it) and ten one-time recovery codes, as GitHub's.
+
+- The TOTP secret is sealed with HANGAR_SECRET_KEY (purpose `two-factor-secrets`): a copy of
+  the database makes no code. It counts only once confirmed with a code from the app.
+- A code is accepted for its 30-second step and the one either side (a phone's clock a little
+  off), and never twice: the last step used is kept, and a code of that step or an earlier
+  one is refused (RFC 6238 §5.2), by a conditional UPDATE, so two concurrent uses of one code
+  cannot both pass.
+- Recovery codes: 80 random bits each (16 base32 characters, shown in groups of four); only
+  their SHA-256 is stored (80 bits are out of reach of a search, as a session token's are),
+  each works once, and new ones replace all the old.
+- Between the password and the code, the browser holds a challenge (its own cookie): 256
+  random bits, SHA-256 stored, for CHALLENGE_LIFETIME, one live per account; the code ends
+  it and a session begins.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pyotp
+import segno
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hangar.auth.models import RecoveryCode, SignInChallenge, TwoFactor
+from hangar.foundation.config import Settings
+from hangar.foundation.crypto import SecretBox
+from hangar.foundation.ids import new_id
+
+ISSUER = "hangar"
+STEP_SECONDS = 30
+RECOVERY_CODES = 10
+CHALLENGE_COOKIE = "hangar_two_factor"
+CHALLENGE_LIFETIME = timedelta(minutes=5)
+# The purpose the secrets are sealed under; changing it would leave every one unreadable.
+SECRETS_PURPOSE = "two-factor-secrets"
+_CODE_DIGITS = 6
+
+
+def box(settings: Settings) -> SecretBox:
+    return SecretBox(settings.secret_key, SECRETS_PURPOSE, settings.previous_secret_keys)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+# --- enrolment ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Enrolment:
+    secret: str  # base32, for typing into an app
+    otpauth_uri: str
+    qr_svg: str
+
+
+async def is_enabled(conn: AsyncConnection, user_id: uuid.UUID) -> bool:
+    confirmed = await conn.scalar(
+        select(TwoFactor.confirmed_at).where(TwoFactor.user_id == user_id)
+    )
+    return confirmed is not None
+
+
+async def enabled_among(conn: AsyncConnection, user_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    found = await conn.scalars(
+        select(TwoFactor.user_id).where(
+            TwoFactor.user_id.in_(user_ids), TwoFactor.confirmed_at.is_not(None)
+        )
+    )
+    return set(found)
+
+
+async def begin(
+    conn: AsyncConnection, settings: Settings, user_id: uuid.UUID, email: str, now: datetime
+) -> Enrolment | None:
+    """A new, unconfirmed secret for the account (replacing an unconfirmed one), or None when
+    two-factor sign-in is on already (turn it off first)."""
+    if await is_enabled(conn, user_id):
+        return None
+    secret = pyotp.random_base32()  # 160 bits, as RFC 4226 recommends
+    await conn.execute(delete(TwoFactor).where(TwoFactor.user_id == user_id))
+    await conn.execute(
+        insert(TwoFactor).values(
+            user_id=user_id,
+            secret_encrypted=box(settings).seal(secret),
+            created_at=now,
+            confirmed_at=None,
+            last_step=None,
+        )
+    )
+    uri = pyotp.TOTP(secret).provisioning_uri(name=email, issuer_name=ISSUER)
+    return Enrolment(secret, uri, qr_svg(uri))
+
+
+def qr_svg(uri: str) -> str:
+    """The URI as a QR code, an inline SVG drawn on the server (no image fetched from anyone),
+    titled for screen readers."""
+    svg: str = segno.make(uri, error="m").svg_inline(
+        scale=4, title="QR code of the authenticator setup key", dark="#000", light="#fff"
+    )
+    return svg
+
+
+def step_of(now: datetime) -> int:
+    return int(now.timestamp()) // STEP_SECONDS
+
+
+def _matching_step(secret: str, code: str, now: datetime) -> int | None:
+    """The step (now's, or one either side) whose code `code` is, compared in constant time."""
+    if len(code) != _CODE_DIGITS or not code.isascii() or not code.isdigit():
+        return None
+    totp = pyotp.TOTP(secret)
+    current = step_of(now)
+    found = None
+    for step in (current - 1, current, current + 1):
+        if hmac.compare_digest(totp.at(step * STEP_SECONDS).encode(), code.encode()):
+            found = step
+    return found
+
+
+async def _use_code(
+    conn: AsyncConnection, settings: Settings, user_id: uuid.UUID, code: str, now: datetime,
+    *, confirmed: bool,
+) -> bool:  # fmt: skip
+    row = (
+        await conn.execute(
+            select(TwoFactor.secret_encrypted, TwoFactor.confirmed_at).where(
+                TwoFactor.user_id == user_id
+            )
+        )
+    ).first()
+    if row is None or (row.confirmed_at is not None) != confirmed:
+        return False
+    step = _matching_step(box(settings).open(row.secret_encrypted), code.strip(), now)
+    if step is None:
+        return False
+    # Used once: only a later step than the last one used moves it on.
+    used = await conn.execute(
+        update(TwoFactor)
+        .where(
+            TwoFactor.user_id == user_id,
+            (TwoFactor.last_step.is_(None)) | (TwoFactor.last_step < step),
+        )
+        .values(last_step=step)
+        .returning(TwoFactor.user_id)
+    )
+    return used.first() is not None
+
+
+def _new_recovery_code() -> str:
+    raw = base64.b32encode(secrets.token_bytes(10)).decode().lower()  # 80 bits, 16 characters
+    return "-".join(raw[i : i + 4] for i in range(0, 16, 4))
+
+
+def _normalized(code: str) -> str:
+    return code.strip().lower().replace("-", "").replace(" ", "")
+
+
+async def _new_recovery_codes(
+    conn: AsyncConnection, user_id: uuid.UUID, now: datetime
+) -> list[str]:
+    codes = [_new_recovery_code() for _ in range(RECOVERY_CODES)]
+    await conn.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user_id))
+    await conn.execute(
+        insert(RecoveryCode),
+        [
+            {"id": new_id(), "user_id": user_id, "code_hash": _digest(_normalized(c)),
+             "created_at": now, "used_at": None}
+            for c in codes
+        ],
+    )  # fmt: skip
+    return codes
+
+
+async def confirm(
+    conn: AsyncConnection, settings: Settings, user_id: uuid.UUID, code: str, now: datetime
+) -> list[str] | None:
+    """Turns two-factor sign-in on with a first code from the app: the recovery codes (shown
+    this once), or None for a wrong code (or nothing to confirm)."""
+    if not await _use_code(conn, settings, user_id, code, now, confirmed=False):
+        return None
+    await conn.execute(
+        update(TwoFactor).where(TwoFactor.user_id == user_id).values(confirmed_at=now)
+    )
+    return await _new_recovery_codes(conn, user_id, now)
+
+
+async def check(
+    conn: AsyncConnection,
+    settings: Settings,
+    user_id: uuid.UUID,
+    now: datetime,
+    *,
+    code: str | None = None,
+    recovery_code: str | None = None,
+) -> bool:
+    """Whether the account's second factor is proven: a code from the app (never one used
+    before), or a recovery code, which is used up."""
+    if code is not None:
+        return await _use_code(conn, settings, user_id, code, now, confirmed=True)
+    if recovery_code is None or not await is_enabled(conn, user_id):
+        return False
+    used = await conn.execute(
+        update(RecoveryCode)
+        .where(
+            RecoveryCode.user_id == user_id,
+            RecoveryCode.code_hash == _digest(_normalized(recovery_code)),
+            RecoveryCode.used_at.is_(None),
+        )
+        .values(used_at=now)
+        .returning(RecoveryCode.id)
+    )
+    return used.first() is not None
+
+
+async def recovery_codes_left(conn: AsyncConnection, user_id: uuid.UUID) -> int:
+    found = await conn.scalars(
+        select(RecoveryCode.id).where(
+            RecoveryCode.user_id == user_id, RecoveryCode.used_at.is_(None)
+        )
+    )
+    return len(list(found))
+
+
+async def remove(conn: AsyncConnection, user_id: uuid.UUID) -> bool:
+    """The account's second factor, its recovery codes and any challenge go; whether it had
+    one (confirmed or not)."""
+    await conn.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user_id))
+    await conn.execute(delete(SignInChallenge).where(SignInChallenge.user_id == user_id))
+    gone = await conn.execute(
+        delete(TwoFactor).where(TwoFactor.user_id == user_id).returning(TwoFactor.user_id)
+    )
+    return gone.first() is not None
+
+
+# --- the challenge between the password and the code ------------------------------------
+
+
+async def challenge(conn: AsyncConnection, user_id: uuid.UUID, now: datetime) -> str:
+    """A new challenge for the account, replacing any earlier one: the cookie's value."""
+    token = secrets.token_urlsafe(32)
+    await conn.execute(delete(SignInChallenge).where(SignInChallenge.user_id == user_id))
+    await conn.execute(
+        insert(SignInChallenge).values(
+            id=new_id(),
+            user_id=user_id,
+            token_hash=_digest(token),
+            created_at=now,
+            expires_at=now + CHALLENGE_LIFETIME,
+        )
+    )
+    return token
+
+
+async def challenged(conn: AsyncConnection, token: str | None, now: datetime) -> uuid.UUID | None:
+    """The account a live challenge is for, or None."""
+    if not token or len(token) > 100:
+        return None
+    found: uuid.UUID | None = await conn.scalar(
+        select(SignInChallenge.user_id).where(
+            SignInChallenge.token_hash == _digest(token), SignInChallenge.expires_at > now
+        )
+    )
+    return found
+
+
+async def end_challenge(conn: AsyncConnection, token: str) -> bool:
+    """The challenge is used up; False when it was already (two uses at once: one wins)."""
+    gone = await conn.execute(
+        delete(SignInChallenge)
+        .where(SignInChallenge.token_hash == _digest(token))
+        .returning(SignInChallenge.id)
+    )
+    return gone.first() is not None

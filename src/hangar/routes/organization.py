@@ -1,0 +1,33 @@
+"""/api/orgs/{org_id}: the organization's own settings (org.settings)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter
+from starlette.responses import Response
+
+from hangar.http.access import acting
+from hangar.http.responses import json_response
+from hangar.http.routing import ORG_PREFIX, JsonRoute, Tx
+from hangar.kit.bodies import RequestBody
+from hangar.orgs import service
+from hangar.orgs.actors import Actor
+from hangar.orgs.capabilities import ORG_SETTINGS
+
+router = APIRouter(prefix=ORG_PREFIX, include_in_schema=False, route_class=JsonRoute)
+Admin = Annotated[Actor, acting(ORG_SETTINGS)]
+
+
+class OrganizationPatch(RequestBody):
+    require_two_factor: bool
+
+
+@router.get("")
+async def get_organization(actor: Admin, conn: Tx) -> Response:
+    return json_response(await service.organization(conn, actor))
+
+
+@router.patch("")
+async def patch_organization(actor: Admin, conn: Tx, body: OrganizationPatch) -> Response:
+    return json_response(await service.require_two_factor(conn, actor, body.require_two_factor))
