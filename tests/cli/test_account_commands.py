@@ -8,13 +8,14 @@ import uuid
 from typing import Any
 
 import httpx
+import pyotp
 from sqlalchemy import func, select
 
 from hangar.accounts.models import PasswordReset
 from hangar.accounts.service import token_hash
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
-from tests.fixtures.cli import Cli, api
+from tests.fixtures.cli import Cli, api, services_of
 from tests.fixtures.factories import T0, make_org
 from tests.fixtures.invites import UserRow, org_ids, sign_in, user_row
 from tests.fixtures.pages import password_form
@@ -208,3 +209,34 @@ async def test_a_mail_that_fails_loses_nothing_and_the_operator_gets_the_link(cl
     assert out["invitation_url"] not in ran.stderr
     assert await status_in(cli, out["membership_id"]) == "pending"
     assert server.received == []
+
+
+async def test_reset_2fa_lets_a_person_who_lost_their_app_sign_in_with_the_password(
+    cli: Cli,
+) -> None:
+    """`hangar user reset-2fa` (issue 41): the account's second factor and recovery codes go,
+    the password alone signs in again, and the log records that the operator did it. An
+    email no account has is an error naming it."""
+    club = await make_org(cli.engine, "Lost Phone Club")
+    email = f"lost-{uuid.uuid4().hex[:8]}@example.org"
+    await club.member("admin", email=email, password="their own password")
+    services = services_of(cli)
+    async with api(cli) as person:
+        signed = await sign_in(person, email, "their own password")
+        person.headers["X-CSRF-Token"] = signed.json()["csrf_token"]
+        secret = (await person.post("/api/session/two-factor")).json()["secret"]
+        code = pyotp.TOTP(secret).at(services.clock.now())
+        assert (
+            await person.post("/api/session/two-factor/confirm", json={"code": code})
+        ).status_code == 200
+    async with api(cli) as person:
+        assert (await sign_in(person, email, "their own password")).status_code == 401
+
+    ran = await cli.run("user", "reset-2fa", "--email", email.upper())
+    assert ran.json() == {"user_id": ran.json()["user_id"], "email": email, "two_factor": "removed"}
+    assert "two-factor sign-in removed by the operator" in ran.stderr
+    async with api(cli) as person:
+        assert (await sign_in(person, email, "their own password")).status_code == 200
+    unknown = await cli.run("user", "reset-2fa", "--email", "nobody@example.org")
+    assert unknown.code != 0
+    assert "nobody@example.org" in unknown.stderr

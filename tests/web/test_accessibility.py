@@ -3,7 +3,8 @@ Chromium at 1280 and at 390 px: signed out (sign-in and its error, /docs, /chang
 invitation, a password reset, their 404s) and signed in as an admin (the organization chooser,
 every key and webhook screen with its forms, their errors and what they lead to, a delivery
 log with a delivered and a failed delivery and every exchange opened, the refusal and the 404
-of the settings screens, an invitation for the viewer and one for someone else).
+of the settings screens, an invitation for the viewer and one for someone else, and
+two-factor sign-in: set up, required, and the code after the password).
 
 The screens are not listed by hand only: the test fails if a GET route of the HTML side
 (`PageRoute`) or a template was never shown, so a new screen cannot escape it.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pyotp
 import pytest
 from sqlalchemy import update
 
@@ -24,6 +26,7 @@ from hangar.accounts import service as accounts
 from hangar.app import create_app
 from hangar.kit.container import Services
 from hangar.orgs.members import Contact, invite_member
+from hangar.orgs.models import Organization
 from hangar.web import pages
 from hangar.web.pages import PageRoute
 from hangar.webhooks.models import Attempt
@@ -39,7 +42,7 @@ from tests.fixtures.routes import api_routes
 from tests.fixtures.webhooks import subscribe
 
 if TYPE_CHECKING:
-    from playwright.async_api import ViewportSize
+    from playwright.async_api import Page, ViewportSize
 
 pytestmark = [
     needs_chromium,
@@ -213,6 +216,7 @@ async def test_every_screen_passes_axe(
             await visit(f"/invitations/{world.invitation}", "an invitation for someone else")
             await visit("/docs", "signed in")
             await visit("/changelog", "signed in")
+            await _two_factor_screens(page, check, visit, world, base)
             version = await axe_version(page)
         finally:
             await context.close()
@@ -227,6 +231,57 @@ async def test_every_screen_passes_axe(
     assert unseen == [], f"screens this test never shows: {unseen}"
     templates = {t.name for t in (pages.PACKAGE / "templates").iterdir() if t.name.endswith("html")}
     assert templates - rendered == set(), "templates this test never shows"
+
+
+async def _two_factor_screens(page: Page, check: Any, visit: Any, world: _World, base: str) -> None:
+    """Two-factor sign-in, as the admin meets it: kept out of an organization that requires
+    it, setting it up (a wrong first code, then the recovery codes), a wrong code to turn it
+    off, requiring it of the organization's admins, and signing in again with a code."""
+    from playwright.async_api import expect
+
+    await visit(f"/settings/{world.strict}/keys", "two-factor sign-in required first", 403)
+    await visit(f"{base}/security", "admins without two-factor sign-in")
+    await visit("/settings/two-factor", "off")
+    await page.get_by_role("button", name="Set up two-factor sign-in").click()
+    await expect(page.get_by_label("Setup key")).to_be_visible()
+    await check("the code to scan")
+    await page.get_by_label("Code from the app").fill("000000")
+    await page.get_by_role("button", name="Turn on two-factor sign-in").click()
+    await expect(page.locator("#code-error")).to_be_visible()
+    await check("a wrong first code")
+    secret = await page.get_by_label("Setup key").input_value()
+    # The live server runs on the system clock, as an authenticator app does.
+    await page.get_by_label("Code from the app").fill(pyotp.TOTP(secret).now())
+    await page.get_by_role("button", name="Turn on two-factor sign-in").click()
+    await expect(page.get_by_text("They will not be shown again")).to_be_visible()
+    await check("the recovery codes")
+    codes = (await page.locator("ol.codes").inner_text()).split()
+    assert len(codes) == 10
+    await page.get_by_role("link", name="I have saved them").click()
+    await expect(page.get_by_text("Recovery codes left")).to_be_visible()
+    await check("on")
+    await page.get_by_label("A code from your app, or a recovery code").fill("not a code")
+    await page.get_by_role("button", name="Turn off two-factor sign-in").click()
+    await expect(page.locator("#off-code-error")).to_be_visible()
+    await check("a wrong code to turn it off")
+    await visit(f"{base}/security")
+    await page.get_by_label("Require two-factor sign-in for admins").check()
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.get_by_label("Require two-factor sign-in for admins")).to_be_checked()
+    await check("required of admins")
+    await page.get_by_role("button", name="Sign out").click()
+    await page.get_by_label("Email").fill(world.email)
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name="Two-factor sign-in")).to_be_visible()
+    await check("the code after the password")
+    await page.get_by_label("Authentication code or recovery code").fill("not a code")
+    await page.get_by_role("button", name="Verify").click()
+    await expect(page.get_by_role("alert")).to_be_visible()
+    await check("a wrong code")
+    await page.get_by_label("Authentication code or recovery code").fill(codes[0])
+    await page.get_by_role("button", name="Verify").click()
+    await expect(page.get_by_role("heading", name="Choose an organization")).to_be_visible()
 
 
 def _screen_routes(services: Services) -> dict[str, Any]:
@@ -252,6 +307,7 @@ class _World:
 
     email: str
     member_of: uuid.UUID
+    strict: uuid.UUID  # an organization of the admin's that requires two-factor sign-in
     hook: uuid.UUID
     spare: uuid.UUID
     invitation: str
@@ -268,6 +324,12 @@ async def _world(services: Services, org: Org, other: Org) -> _World:
     third = await make_org(org.engine, "Gliding club")
     await third.membership_row(admin_id, email, "member")
     inviting = await make_org(org.engine, "Soaring club")
+    strict = await make_org(org.engine, "Strict aero club")
+    await strict.membership_row(admin_id, email, "admin")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            update(Organization).where(Organization.id == strict.id).values(require_two_factor=True)
+        )
     await org.key_with("read:aircraft", "read:members")
 
     now = services.clock.now()
@@ -301,7 +363,14 @@ async def _world(services: Services, org: Org, other: Org) -> _World:
         mine = await invite_member(conn, inviting.id, Contact(email), role="member", now=now)
         reset = await accounts.issue_reset(conn, pilot, now)
     return _World(
-        email, third.id, hook, spare, new.invitation.token, mine.invitation.token, reset.token
+        email,
+        third.id,
+        strict.id,
+        hook,
+        spare,
+        new.invitation.token,
+        mine.invitation.token,
+        reset.token,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -87,6 +88,28 @@ async def enrol(services: Services, signed_in: sessions.SignedIn) -> two_factor.
             "TWO_FACTOR_ENABLED",
         )
     return made
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the account's Two-factor sign-in page shows."""
+
+    enabled: bool
+    recovery_codes_left: int
+    # Begun and not confirmed: the secret and QR code to show again.
+    pending: two_factor.Enrolment | None
+
+
+async def status(services: Services, signed_in: sessions.SignedIn) -> Status:
+    async with services.engine.connect() as conn:
+        enabled = await two_factor.is_enabled(conn, signed_in.user_id)
+        left = await two_factor.recovery_codes_left(conn, signed_in.user_id) if enabled else 0
+        pending = None
+        if not enabled:
+            pending = await two_factor.pending(
+                conn, services.settings, signed_in.user_id, signed_in.email
+            )
+    return Status(enabled, left, pending)
 
 
 def _wrong_code() -> Unprocessable:

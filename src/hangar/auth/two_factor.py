@@ -97,6 +97,25 @@ async def begin(
             last_step=None,
         )
     )
+    return _enrolment(secret, email)
+
+
+async def pending(
+    conn: AsyncConnection, settings: Settings, user_id: uuid.UUID, email: str
+) -> Enrolment | None:
+    """The enrolment begun and not yet confirmed, to show again (a wrong first code, a
+    reload), or None."""
+    sealed = await conn.scalar(
+        select(TwoFactor.secret_encrypted).where(
+            TwoFactor.user_id == user_id, TwoFactor.confirmed_at.is_(None)
+        )
+    )
+    if sealed is None:
+        return None
+    return _enrolment(box(settings).open(sealed), email)
+
+
+def _enrolment(secret: str, email: str) -> Enrolment:
     uri = pyotp.TOTP(secret).provisioning_uri(name=email, issuer_name=ISSUER)
     return Enrolment(secret, uri, qr_svg(uri))
 
@@ -105,9 +124,14 @@ def qr_svg(uri: str) -> str:
     """The URI as a QR code, an inline SVG drawn on the server (no image fetched from anyone),
     titled for screen readers."""
     svg: str = segno.make(uri, error="m").svg_inline(
-        scale=4, title="QR code of the authenticator setup key", dark="#000", light="#fff"
+        scale=4,
+        title="QR code of the authenticator setup key",
+        dark="#000",
+        light="#fff",
+        omitsize=True,  # a viewBox, no fixed size: the page's style sizes it
     )
-    return svg
+    # An image, named by its title, for assistive technology.
+    return svg.replace("<svg ", '<svg role="img" ', 1)
 
 
 def step_of(now: datetime) -> int:

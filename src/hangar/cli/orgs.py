@@ -10,12 +10,14 @@ database anyway, and can hand it over themselves.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Annotated, Any
 
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.accounts import second_factor
 from hangar.accounts import service as accounts
 from hangar.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from hangar.cli.common import (
@@ -44,7 +46,10 @@ from hangar.orgs.service import (
 )
 
 org_app = command_group("Organizations.")
-user_app = command_group("Accounts: the operator's bootstrap, and recovery links.")
+user_app = command_group(
+    "Accounts: the operator's bootstrap, recovery links, and removing a lost second factor."
+)
+log = logging.getLogger("hangar.accounts")
 member_app = command_group("Memberships: inviting people.")
 
 # A person, as `user create` and `member invite` both take them (see orgs.members.Contact).
@@ -171,6 +176,29 @@ def user_reset_password(email: Email) -> None:
             out |= {"sent": False, "reset_url": url}
             note(f"the mail to {issued.email} was not sent ({why}): hand them the link yourself")
     emit({**out, "expires_at": issued.expires_at})
+
+
+@user_app.command("reset-2fa")
+def user_reset_two_factor(email: Email) -> None:
+    """Remove an account's second factor (its authenticator app and recovery codes), for a
+    person who lost both: they sign in with their password alone until they set it up again
+    (an organization that requires it keeps them out of Org Settings until then).
+
+    Be sure who asks: this is how someone holding only the password would get in. Recorded
+    at warning level in the log (the account's id and email, and that the operator did it).
+    """
+    current = migrated_settings()
+
+    async def work(conn: AsyncConnection) -> uuid.UUID:
+        return await second_factor.reset_two_factor(conn, email)
+
+    user_id = run_in_transaction(current, work)
+    log.warning(
+        "two-factor sign-in removed by the operator (hangar user reset-2fa) for %s",
+        email.strip().lower(),
+        extra={"user_id": str(user_id), "action": "user.reset_two_factor", "actor": "operator"},
+    )
+    emit({"user_id": str(user_id), "email": email.strip().lower(), "two_factor": "removed"})
 
 
 @member_app.command("invite")

@@ -117,33 +117,54 @@ class OrganizationView(TypedDict):
     require_two_factor: bool
 
 
-async def organization(conn: AsyncConnection, actor: Actor) -> OrganizationView:
+async def organization(conn: AsyncConnection, org_id: uuid.UUID) -> OrganizationView:
     """GET /api/orgs/{org_id}: the organization's settings."""
     row = (
         await conn.execute(
             select(Organization.name, Organization.require_two_factor).where(
-                Organization.id == actor.org_id
+                Organization.id == org_id
             )
         )
     ).one()
-    return {"id": str(actor.org_id), "name": row.name, "require_two_factor": row.require_two_factor}
+    return {"id": str(org_id), "name": row.name, "require_two_factor": row.require_two_factor}
 
 
-async def require_two_factor(
-    conn: AsyncConnection, actor: Actor, required: bool
+async def require_two_factor_of(
+    conn: AsyncConnection, user_id: uuid.UUID, org_id: uuid.UUID, required: bool
 ) -> OrganizationView:
-    """Turns the organization's "require two-factor sign-in for admins" on or off. On only by
-    an admin who has it (409 TWO_FACTOR_REQUIRED otherwise): no admin locks themselves out
-    by turning it on."""
-    if required and not await two_factor.is_enabled(conn, actor.user_id):
+    """Turns the organization's "require two-factor sign-in for admins" on or off, as the
+    admin `user_id`. On only by an admin who has it (409 TWO_FACTOR_REQUIRED otherwise): no
+    admin locks themselves out by turning it on."""
+    if required and not await two_factor.is_enabled(conn, user_id):
         raise Conflict(
             "Set up two-factor sign-in for yourself first: requiring it would keep you out of "
             "Org Settings",
             "TWO_FACTOR_REQUIRED",
         )
     await conn.execute(
-        update(Organization)
-        .where(Organization.id == actor.org_id)
-        .values(require_two_factor=required)
+        update(Organization).where(Organization.id == org_id).values(require_two_factor=required)
     )
-    return await organization(conn, actor)
+    return await organization(conn, org_id)
+
+
+class AdminTwoFactor(TypedDict):
+    email: str | None
+    two_factor: bool
+
+
+class SecurityView(TypedDict):
+    require_two_factor: bool
+    admins: list[AdminTwoFactor]
+
+
+async def security(conn: AsyncConnection, org_id: uuid.UUID) -> SecurityView:
+    """The organization's Security screen: whether it requires two-factor sign-in, and which
+    of its admins have it (as GitHub lists an organization's members without it)."""
+    _, admin_ids = await actors.members_who_may(conn, org_id, ORG_SETTINGS)
+    emails = await users.emails_of(conn, admin_ids)
+    enabled = await two_factor.enabled_among(conn, admin_ids)
+    view = await organization(conn, org_id)
+    return {
+        "require_two_factor": view["require_two_factor"],
+        "admins": [{"email": emails.get(a), "two_factor": a in enabled} for a in admin_ids],
+    }

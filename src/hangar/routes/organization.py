@@ -25,9 +25,12 @@ class OrganizationPatch(RequestBody):
 
 @router.get("")
 async def get_organization(actor: Admin, conn: Tx) -> Response:
-    return json_response(await service.organization(conn, actor))
+    return json_response(await service.organization(conn, actor.org_id))
 
 
 @router.patch("")
 async def patch_organization(actor: Admin, conn: Tx, body: OrganizationPatch) -> Response:
-    return json_response(await service.require_two_factor(conn, actor, body.require_two_factor))
+    required = body.require_two_factor
+    return json_response(
+        await service.require_two_factor_of(conn, actor.user_id, actor.org_id, required)
+    )

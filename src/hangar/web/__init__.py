@@ -17,9 +17,21 @@ from hangar.web import (
     pages,
     password_reset,
     settings,
+    two_factor,
     webhooks,
 )
 
 router = APIRouter(include_in_schema=False)
-for _part in (pages, login, invitations, password_reset, settings, keys, webhooks, docs, changelog):
+for _part in (
+    pages,
+    login,
+    invitations,
+    password_reset,
+    settings,
+    two_factor,
+    keys,
+    webhooks,
+    docs,
+    changelog,
+):
     router.include_router(_part.router)

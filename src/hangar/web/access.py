@@ -129,11 +129,26 @@ async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Ad
     if org_id_parsed is None or actor is None or org_name is None:
         raise PageExit(error_page(request, 404, "Not found", "There is no such page."))
     if not may(actor, ORG_SETTINGS):
+        if ORG_SETTINGS in actor.withheld:
+            raise PageExit(two_factor_first(request, viewer, org_name))
         raise PageExit(refusal(request, viewer))
     return Admin(viewer, org_id_parsed, org_name, tuple(disabled))
 
 
 AdminPage = Annotated[Admin, Depends(admin_page)]
+
+
+def two_factor_first(request: Request, viewer: Viewer, org_name: str) -> HTMLResponse:
+    """An admin of an organization that requires two-factor sign-in, without it: the way to
+    set it up (the JSON API's 403 TWO_FACTOR_REQUIRED, as a page)."""
+    return render(
+        request,
+        "two_factor_required.html",
+        403,
+        viewer=viewer,
+        csrf_token=viewer.session.csrf_token,
+        org_name=org_name,
+    )
 
 
 def refusal(request: Request, viewer: Viewer) -> HTMLResponse:

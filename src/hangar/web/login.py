@@ -12,8 +12,11 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts.service import sign_in_or_refuse, sign_out
+from hangar.accounts.second_factor import verify_second_factor
+from hangar.accounts.service import Challenged, sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
+from hangar.auth.two_factor import CHALLENGE_COOKIE
+from hangar.http.access import set_challenge_cookie
 from hangar.http.routing import ServicesDep, Tx, client_of
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
@@ -86,7 +89,58 @@ async def login(request: Request, services: ServicesDep) -> Response:
         page = _form(request, services, status=refusal.status, error=error, email=email)
         page.headers.update(refusal.headers)
         return page
-    return LOGIN_FORM.signed_in(services, new.token, _next(text(form, "next")))
+    target = _next(text(form, "next"))
+    if isinstance(new, Challenged):
+        page = _code_form(request, services, target)
+        set_challenge_cookie(page, services, new.token)
+        return page
+    return LOGIN_FORM.signed_in(services, new.token, target)
+
+
+def _code_form(
+    request: Request, services: Services, target: str, *, status: int = 200, error: str = ""
+) -> Response:
+    """The second step of signing in: the code from the app, or a recovery code."""
+    token = LOGIN_FORM.new_token()
+    response = render(
+        request, "login_code.html", status, login_csrf=token, error=error, next=target
+    )
+    LOGIN_FORM.issue(services, response, token)
+    return response
+
+
+@router.post("/login/two-factor")
+async def login_code(request: Request, services: ServicesDep) -> Response:
+    form = await request.form(max_fields=10, max_files=0)
+    target = _next(text(form, "next"))
+    if not LOGIN_FORM.holds(request, form):
+        error = "The form had expired. Please enter your code again."
+        return _code_form(request, services, target, status=403, error=error)
+    given = text(form, "code").strip()
+    if not given or len(given) > 40:
+        return _code_form(request, services, target, status=422, error="Enter a code.")
+    # Six digits are the app's code; anything else is taken as a recovery code.
+    digits = given.replace(" ", "")
+    is_app_code = len(digits) == 6 and digits.isascii() and digits.isdigit()
+    try:
+        new = await verify_second_factor(
+            services,
+            request.cookies.get(CHALLENGE_COOKIE),
+            client_of(request),
+            code=digits if is_app_code else None,
+            recovery_code=None if is_app_code else given,
+        )
+    except ApiError as refusal:
+        if refusal.code == "UNAUTHORIZED":  # no challenge, or it ran out: the password again
+            error = "Your sign-in took too long. Please enter your email and password again."
+            return _form(request, services, status=401, error=error)
+        error = f"{refusal.detail}." if refusal.status == 429 else "That code is not right."
+        page = _code_form(request, services, target, status=refusal.status, error=error)
+        page.headers.update(refusal.headers)
+        return page
+    response = LOGIN_FORM.signed_in(services, new.token, target)
+    response.delete_cookie(CHALLENGE_COOKIE, path="/")
+    return response
 
 
 @router.post("/logout")
