@@ -884,3 +884,47 @@ async def test_0018_keeps_each_signature_headers_name_but_not_its_value(
                 compatibility = sa.table("schema_compatibility", sa.column("oldest_head"))
                 oldest = await conn.scalars(sa.select(compatibility.c.oldest_head))
                 assert list(oldest) == ["0016"]
+
+
+async def test_0019_adds_two_factor_off_for_everyone_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0019 (issue 41): an existing organization requires no second factor, an existing
+    account has none (it signs in with its password, as before), the new tables take rows,
+    and the way back drops them and the setting, keeping the organization and the account."""
+    url = blank_database_url
+    org, user = new_id(), new_id()
+    orgs = _table("organizations", "id", "name", "require_two_factor", name=sa.String(),
+                  require_two_factor=sa.Boolean())  # fmt: skip
+    two_factor = _table("two_factor", "user_id", "secret_encrypted", "created_at",
+                        secret_encrypted=sa.String(), created_at=UTCDateTime())  # fmt: skip
+    codes = _table("recovery_codes", "id", "user_id", "code_hash", "created_at",
+                   code_hash=sa.String(), created_at=UTCDateTime())  # fmt: skip
+
+    def tables(sync: Any) -> set[str]:
+        return set(sa.inspect(sync).get_table_names())
+
+    async with at_revision(url, "0018") as engine:
+        async with engine.begin() as conn:
+            await conn.execute(sa.insert(ORGS).values(id=org, name="O", created_at=T))
+            await conn.execute(sa.insert(ACCOUNTS).values(**_account(user, "pilot@example.org")))
+        await upgrade_async(url, "0019")
+        async with engine.begin() as conn:
+            assert await conn.scalar(sa.select(orgs.c.require_two_factor)) is False
+            assert await conn.scalar(sa.select(sa.func.count()).select_from(two_factor)) == 0
+            await conn.execute(
+                sa.insert(two_factor).values(user_id=user, secret_encrypted="s", created_at=T)
+            )
+            await conn.execute(
+                sa.insert(codes).values(id=new_id(), user_id=user, code_hash="h" * 64, created_at=T)
+            )
+            await conn.execute(sa.update(orgs).values(require_two_factor=True))
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0018")
+        async with engine.connect() as conn:
+            gone = {"two_factor", "recovery_codes", "sign_in_challenges"}
+            assert not gone & await conn.run_sync(tables)
+            columns = await conn.run_sync(
+                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns("organizations")}
+            )
+            assert "require_two_factor" not in columns
+            assert await conn.scalar(sa.select(ORGS.c.name)) == "O"

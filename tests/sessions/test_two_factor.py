@@ -15,11 +15,13 @@ import pyotp
 import pytest
 from sqlalchemy import text
 
+from hangar.accounts import service as accounts
 from hangar.app import create_app
 from hangar.auth.two_factor import CHALLENGE_COOKIE
 from hangar.kit.container import Services
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
+from tests.fixtures.pages import csrf_in, password_form
 from tests.fixtures.sign_ins import PASSWORD
 
 ENROL = "/api/session/two-factor"
@@ -272,3 +274,38 @@ async def test_an_organization_can_require_it_of_its_admins(
         assert off.json()["require_two_factor"] is False
         bad = await c2.patch(settings, json={"require_two_factor": "yes"})
         assert bad.status_code == 422
+
+
+async def test_a_recovery_link_sets_the_password_but_the_code_is_still_asked(
+    services: Services, person: str, clock: FakeClock
+) -> None:
+    """The operator's password-reset link reaches a mailbox: it is no second factor. The
+    password it sets takes effect, and the page then asks for the code, as /login does."""
+    async with browser(services) as c:
+        await signed_in(c, person)
+        app, _ = await enrolled(c, clock)
+    async with services.engine.begin() as conn:
+        reset = await accounts.issue_reset(conn, person, clock.now())
+    async with browser(services) as c:
+        page = await c.get(f"/password-reset/{reset.token}")
+        chosen = await c.post(
+            f"/password-reset/{reset.token}", data=password_form(page.text, "a new password")
+        )
+        assert chosen.status_code == 200
+        assert "Authentication code or recovery code" in chosen.text
+        assert "hangar_session" not in c.cookies
+        assert (await c.get("/api/session")).status_code == 401
+        verified = await c.post(
+            "/login/two-factor",
+            data={
+                "csrf_token": csrf_in(chosen.text),
+                "code": app.at(clock.now()),
+                "next": "/settings",
+            },
+        )
+        assert verified.status_code == 303
+        assert verified.headers["location"] == "/settings"
+        assert (await c.get("/api/session")).status_code == 200
+    async with browser(services) as c:  # the new password is the one
+        answer = await c.post("/api/session", json={"email": person, "password": "a new password"})
+        assert answer.json()["code"] == "TWO_FACTOR_REQUIRED"

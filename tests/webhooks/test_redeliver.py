@@ -229,5 +229,5 @@ async def test_the_docs_describe_redeliver_its_limit_and_the_explanations(
     docs = (await client.get("/docs")).text
     assert "<strong>Redeliver</strong>" in docs
     assert "10 redeliveries per hour per subscription" in docs
-    assert "the same <code>X-Service-Delivery</code> id" in docs
+    assert "the same <code>X-Service-Delivery</code> and <code>webhook-id</code>" in docs
     assert "no answer within 10 seconds" in docs

@@ -35,7 +35,8 @@ signed in, as Django's and GitHub's password resets work.
 - Using it sets the password (the one rule of hangar.auth.passwords: 8 to 1024
   characters), deletes the link, ends every session of the account (whoever held the old
   password, or set it up for someone else, is signed out everywhere) and signs the holder
-  in. Memberships are untouched: the account keeps exactly the organizations it had.
+  in; an account with two-factor sign-in is asked for its code first, as at sign-in.
+  Memberships are untouched: the account keeps exactly the organizations it had.
 - Every unusable link (unknown, expired, used, replaced) answers the same 404.
 
 Callers own the transaction of `issue_reset`; `choose_new_password` runs its own (argon2
@@ -289,9 +290,13 @@ async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datet
     return found
 
 
-async def choose_new_password(services: Services, token: str, password: str) -> Started:
+async def choose_new_password(
+    services: Services, token: str, password: str
+) -> Started | Challenged:
     """Sets the account's password through its recovery link and signs the holder in (a new
-    session; every earlier one has ended)."""
+    session; every earlier one has ended), or, for an account with two-factor sign-in, asks
+    for its code as signing in does: a link that reached someone's mailbox is not their
+    second factor."""
     async with services.engine.connect() as conn:
         found = await find_reset(conn, token, services.clock.now())
     if found is None:  # refused before the hash, which costs a core a while
@@ -301,4 +306,4 @@ async def choose_new_password(services: Services, token: str, password: str) -> 
     async with services.engine.begin() as conn:
         # Checked again: the link may have been used (or replaced) meanwhile.
         used = await _use(conn, token, password_hash, now)
-        return await started(conn, await sessions.start(conn, used.user_id, used.email, now))
+        return await _signed_in_or_challenged(conn, (used.user_id, used.email), now)

@@ -28,7 +28,7 @@ class Organization(Base):
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime]
     # Admins without two-factor sign-in are kept out of Org Settings (hangar.orgs.actors).
-    require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=false())
+    require_two_factor: Mapped[bool] = mapped_column(server_default=false())
 
 
 class Role(Base):

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from hangar.accounts import second_factor
 from hangar.auth import sessions, two_factor
-from hangar.http.access import current_session, set_session_cookie
+from hangar.http.access import csrf_if_signed_in, current_session, set_session_cookie
 from hangar.http.responses import json_response
 from hangar.http.routing import JsonRoute, ServicesDep, client_of
 from hangar.kit.bodies import RequestBody
@@ -61,7 +61,8 @@ async def turn_off(
     return Response(status_code=204)
 
 
-@router.post("/verify")
+# No session yet, as for POST /api/session; a browser that has one still sends its CSRF token.
+@router.post("/verify", dependencies=[Depends(csrf_if_signed_in)])
 async def verify(request: Request, services: ServicesDep, body: CodeOrRecoveryCode) -> Response:
     new = await second_factor.verify_second_factor(
         services,

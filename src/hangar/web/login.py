@@ -91,13 +91,13 @@ async def login(request: Request, services: ServicesDep) -> Response:
         return page
     target = _next(text(form, "next"))
     if isinstance(new, Challenged):
-        page = _code_form(request, services, target)
+        page = code_form(request, services, target)
         set_challenge_cookie(page, services, new.token)
         return page
     return LOGIN_FORM.signed_in(services, new.token, target)
 
 
-def _code_form(
+def code_form(
     request: Request, services: Services, target: str, *, status: int = 200, error: str = ""
 ) -> Response:
     """The second step of signing in: the code from the app, or a recovery code."""
@@ -115,10 +115,10 @@ async def login_code(request: Request, services: ServicesDep) -> Response:
     target = _next(text(form, "next"))
     if not LOGIN_FORM.holds(request, form):
         error = "The form had expired. Please enter your code again."
-        return _code_form(request, services, target, status=403, error=error)
+        return code_form(request, services, target, status=403, error=error)
     given = text(form, "code").strip()
     if not given or len(given) > 40:
-        return _code_form(request, services, target, status=422, error="Enter a code.")
+        return code_form(request, services, target, status=422, error="Enter a code.")
     # Six digits are the app's code; anything else is taken as a recovery code.
     digits = given.replace(" ", "")
     is_app_code = len(digits) == 6 and digits.isascii() and digits.isdigit()
@@ -135,7 +135,7 @@ async def login_code(request: Request, services: ServicesDep) -> Response:
             error = "Your sign-in took too long. Please enter your email and password again."
             return _form(request, services, status=401, error=error)
         error = f"{refusal.detail}." if refusal.status == 429 else "That code is not right."
-        page = _code_form(request, services, target, status=refusal.status, error=error)
+        page = code_form(request, services, target, status=refusal.status, error=error)
         page.headers.update(refusal.headers)
         return page
     response = LOGIN_FORM.signed_in(services, new.token, target)

@@ -13,10 +13,12 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts import service as accounts
+from hangar.http.access import set_challenge_cookie
 from hangar.http.routing import ServicesDep
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.web.access import DoubleSubmit, chosen_password
+from hangar.web.login import code_form
 from hangar.web.pages import PageExit, PageRoute, error_page, render
 
 router = APIRouter(route_class=PageRoute)
@@ -92,4 +94,9 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise
         raise _gone(request) from refused  # used or replaced since the page was opened
+    if isinstance(new, accounts.Challenged):  # the password is set; the code comes next
+        page = code_form(request, services, "/settings")
+        set_challenge_cookie(page, services, new.token)
+        RESET_FORM.clear(page)
+        return page
     return RESET_FORM.signed_in(services, new.token, "/settings")
