@@ -11,6 +11,7 @@ import httpx
 import pyotp
 from sqlalchemy import func, select
 
+from hangar.accounts import service as accounts
 from hangar.accounts.models import PasswordReset
 from hangar.accounts.service import token_hash
 from hangar.orgs.members import Contact, invite_member
@@ -240,3 +241,33 @@ async def test_reset_2fa_lets_a_person_who_lost_their_app_sign_in_with_the_passw
     unknown = await cli.run("user", "reset-2fa", "--email", "nobody@example.org")
     assert unknown.code != 0
     assert "nobody@example.org" in unknown.stderr
+
+
+async def test_reset_links_are_mailed_to_one_account_at_most_every_20_minutes(cli: Cli) -> None:
+    """Issue 41: a loop of `hangar user reset-password` cannot flood someone's mailbox through
+    the operator's mail server. Mailed, the next link waits 20 minutes (3 an hour); printed,
+    it does not (the operator hands it over)."""
+    club = await make_org(cli.engine, "Reset Club")
+    email = f"reset-{uuid.uuid4().hex[:8]}@example.org"
+    await club.member("member", email=email, password="their own password")
+    async with mail_server() as server:
+        env = {"HANGAR_SMTP_URL": server.url(), "HANGAR_MAIL_FROM": MAIL_FROM}
+        first = await cli.run("user", "reset-password", "--email", email, env=env)
+        again = await cli.run("user", "reset-password", "--email", email, env=env)
+    assert first.json()["sent"] is True
+    assert again.code != 0
+    assert "3 an hour at most" in again.stderr
+    assert len(server.received) == 1
+    printed = (await cli.run("user", "reset-password", "--email", email)).json()
+    assert "reset_url" in printed
+    # At the service: from 20 minutes after the last link, the next may be mailed.
+    async with cli.engine.begin() as conn:
+        last = await conn.scalar(
+            select(PasswordReset.created_at).where(
+                PasswordReset.user_id == uuid.UUID(printed["user_id"])
+            )
+        )
+    async with cli.engine.begin() as conn:
+        later = last + accounts.RESET_MAIL_SPACING
+        issued = await accounts.issue_reset(conn, email, later, to_be_mailed=True)
+    assert issued.email == email

@@ -178,6 +178,8 @@ sign_out = sessions.sign_out  # the session's row goes; nothing to add here
 # --- the recovery link -------------------------------------------------------------------
 
 RESET_LIFETIME = timedelta(hours=24)
+# Between two reset links mailed to one account: at most 3 an hour.
+RESET_MAIL_SPACING = timedelta(minutes=20)
 # token_urlsafe(32) is 43 characters; anything much longer is not one of ours.
 MAX_TOKEN_LENGTH = 100
 RESET_PATH = "/password-reset/"
@@ -203,13 +205,29 @@ class IssuedReset:
     expires_at: datetime
 
 
-async def issue_reset(conn: AsyncConnection, email: str, now: datetime) -> IssuedReset:
+async def issue_reset(
+    conn: AsyncConnection, email: str, now: datetime, *, to_be_mailed: bool = False
+) -> IssuedReset:
     """A new recovery link for the account with `email`, replacing any earlier one; 404 if no
-    account has the email."""
+    account has the email. One `to_be_mailed` comes at most every RESET_MAIL_SPACING after
+    the account's last link (429 until then): a loop of the command cannot flood a mailbox
+    through the operator's mail server (3 an hour, as invitations to one address)."""
     wanted = email.strip().lower()
     account_id = await users.account_with(conn, wanted)
     if account_id is None or not wanted:
         raise NotFound(detail=f"No account has the email {wanted!r}")
+    if to_be_mailed:
+        last = await conn.scalar(
+            select(PasswordReset.created_at).where(PasswordReset.user_id == account_id)
+        )
+        if last is not None and now < last + RESET_MAIL_SPACING:
+            wait = last + RESET_MAIL_SPACING - now
+            raise RateLimited(
+                f"A reset link was made for {wanted} at {last:%H:%M} UTC; the next can be "
+                f"mailed from {last + RESET_MAIL_SPACING:%H:%M} UTC (3 an hour at most). The "
+                "link made then still works",
+                retry_after=int(wait.total_seconds()) + 1,
+            )
     token = secrets.token_urlsafe(32)
     # The account's earlier link stops working: only the newest one is ever live.
     await conn.execute(delete(PasswordReset).where(PasswordReset.user_id == account_id))

@@ -153,19 +153,21 @@ def user_reset_password(email: Email) -> None:
 
     The link works once, for 24 hours, and replaces any earlier one for the account; using
     it signs out every session of the account. With HANGAR_SMTP_URL it is mailed to the
-    account's address and the output says only that it was sent; otherwise it is printed,
-    for you to hand to the account's holder (be sure whom you hand it to).
+    account's address and the output says only that it was sent (at most one every 20
+    minutes to an account); otherwise it is printed, for you to hand to the account's holder
+    (be sure whom you hand it to).
     """
     current = migrated_settings()
     now = SystemClock().now()
 
+    mailer = mailer_of(current)
+
     async def work(conn: AsyncConnection) -> accounts.IssuedReset:
-        return await accounts.issue_reset(conn, email, now)
+        return await accounts.issue_reset(conn, email, now, to_be_mailed=mailer is not None)
 
     issued = run_in_transaction(current, work)
     url = accounts.reset_link(current.public_url, issued.token)
     out: dict[str, Any] = {"user_id": str(issued.user_id), "email": issued.email}
-    mailer = mailer_of(current)
     if mailer is None:
         out["reset_url"] = url
     else:
