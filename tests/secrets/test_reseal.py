@@ -8,14 +8,17 @@ Each test has a database of its own: resealing reads every subscription there is
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from pathlib import Path
 
 import orjson
+import pyotp
 from gidgethub.sansio import validate_event
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.auth import two_factor
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
 from hangar.webhooks import service
@@ -25,8 +28,18 @@ from hangar.webhooks.resealing import Resealed, Resealing, reseal_all
 from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import make_org
-from tests.fixtures.key_rotation import LOST_KEY, NEW_KEY, OLD_KEY, hangar_with, holding
+from tests.fixtures.fakes import FakeClock
+from tests.fixtures.key_rotation import (
+    LOST_KEY,
+    NEW_KEY,
+    NO_TWO_FACTOR,
+    OLD_KEY,
+    client_of,
+    hangar_with,
+    holding,
+)
 from tests.fixtures.receivers import Receiver
+from tests.fixtures.sign_ins import PASSWORD
 from tests.fixtures.webhooks import fire, subscribe
 
 
@@ -71,6 +84,7 @@ async def test_after_reseal_the_old_key_can_go_and_every_webhook_signs_as_before
         "already_current": 0,
         "unreadable": 0,
         "unreadable_subscriptions": [],
+        "two_factor": NO_TWO_FACTOR,
     }
     assert "4 webhook secrets checked: 4 resealed" in first.stderr
     after_first = await sealed_by_id(own_engine)
@@ -139,6 +153,7 @@ async def test_a_secret_no_key_opens_is_named_never_shown_and_fails_the_run(
         "already_current": 1,
         "unreadable": 0,
         "unreadable_subscriptions": [],
+        "two_factor": NO_TWO_FACTOR,
     }
     # A deleted subscription's unreadable secret alone blocks nothing: it never signs again.
     gone_id = await subscribe(
@@ -230,3 +245,59 @@ async def test_reseal_goes_through_every_subscription_in_batches(
     # After each batch: two rows, two more, the last one (which is which depends on the ids).
     assert [resealed + current for resealed, current in heard] == [2, 4, 5]
     assert heard[-1] == (4, 1)
+
+
+async def test_two_factor_secrets_are_resealed_too_and_one_no_key_opens_fails_safe(
+    services: Services,
+    clock: FakeClock,
+    own_engine: AsyncEngine,
+    blank_database_url: str,
+    tmp_path: Path,
+) -> None:
+    """An account's authenticator secret is sealed with HANGAR_SECRET_KEY: resealed with the
+    webhook secrets, so that dropping the old key keeps every app's codes working. One that
+    no key opens fails the run, named by account; at sign-in its codes are refused (401,
+    never a 500) and its recovery codes still work."""
+    org = await make_org(own_engine, "Two Factor Aero")
+    old = holding(services, OLD_KEY, engine=own_engine)
+    kept, lost = "kept@example.org", "lost@example.org"
+    apps, codes, ids = {}, {}, {}
+    lost_settings = dataclasses.replace(old.settings, secret_key=LOST_KEY)
+    for email, settings in ((kept, old.settings), (lost, lost_settings)):
+        user_id = ids[email] = await org.member("admin", email=email, password=PASSWORD)
+        async with own_engine.begin() as conn:
+            made = await two_factor.begin(conn, settings, user_id, email, old.clock.now())
+            assert made is not None
+            apps[email] = pyotp.TOTP(made.secret)
+            codes[email] = await two_factor.confirm(
+                conn, settings, user_id, apps[email].at(old.clock.now()), old.clock.now()
+            )
+    clock.advance(seconds=60)  # the codes that confirmed them are behind
+
+    hangar = hangar_with(own_engine, blank_database_url, tmp_path, NEW_KEY, OLD_KEY)
+    ran = await hangar.run("secrets", "reseal")
+    assert ran.code == 1
+    report = orjson.loads(ran.stdout)["two_factor"]
+    assert (report["resealed"], report["already_current"]) == (1, 0)
+    assert report["unreadable_accounts"] == [str(ids[lost])]
+    assert "reset-2fa" in ran.stderr.strip().splitlines()[-1]
+    lost_codes = codes[lost]
+    assert lost_codes is not None
+
+    dropped = holding(services, NEW_KEY, engine=own_engine)
+    async with client_of(dropped) as c:
+        asked = await c.post("/api/session", json={"email": kept, "password": PASSWORD})
+        assert asked.json()["code"] == "TWO_FACTOR_REQUIRED"
+        now = dropped.clock.now()
+        done = await c.post("/api/session/two-factor/verify", json={"code": apps[kept].at(now)})
+        assert done.status_code == 200, done.text
+    async with client_of(dropped) as c:
+        await c.post("/api/session", json={"email": lost, "password": PASSWORD})
+        refused = await c.post(
+            "/api/session/two-factor/verify", json={"code": apps[lost].at(dropped.clock.now())}
+        )
+        assert refused.status_code == 401
+        recovered = await c.post(
+            "/api/session/two-factor/verify", json={"recovery_code": lost_codes[0]}
+        )
+        assert recovered.status_code == 200

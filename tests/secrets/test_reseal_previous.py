@@ -25,7 +25,14 @@ from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.sender import Sender
 from hangar.webhooks.service import SecretRotation
 from tests.fixtures.factories import make_org
-from tests.fixtures.key_rotation import LOST_KEY, NEW_KEY, OLD_KEY, hangar_with, holding
+from tests.fixtures.key_rotation import (
+    LOST_KEY,
+    NEW_KEY,
+    NO_TWO_FACTOR,
+    OLD_KEY,
+    hangar_with,
+    holding,
+)
 from tests.fixtures.receivers import Receiver
 from tests.fixtures.secret_rotation import PREVIOUS, SIGNATURE, signed_by
 from tests.fixtures.webhooks import fire, subscribe
@@ -82,6 +89,7 @@ async def test_reseal_covers_the_previous_secret_and_both_still_sign(
         "already_current": 0,
         "unreadable": 0,
         "unreadable_subscriptions": [],
+        "two_factor": NO_TWO_FACTOR,
     }
     assert "3 webhook secrets checked: 3 resealed" in ran.stderr
     again = await hangar.run("secrets", "reseal")
@@ -128,6 +136,7 @@ async def test_a_previous_secret_no_key_opens_is_named_and_fails_the_run(
         "already_current": 0,
         "unreadable": 1,
         "unreadable_subscriptions": [{"id": str(sub_id), "org_id": str(org.id), "deleted": False}],
+        "two_factor": NO_TWO_FACTOR,
     }
     assert "2 webhook secrets checked: 1 resealed, 0 already current, 1 unreadable" in ran.stderr
     assert "1 live webhook subscription has a secret that neither" in ran.stderr

@@ -184,3 +184,8 @@ async def reset_two_factor(conn: AsyncConnection, email: str) -> uuid.UUID:
         raise NotFound(detail=f"No account has the email {wanted!r}")
     await two_factor.remove(conn, account_id)
     return account_id
+
+
+# `hangar secrets reseal`: the authenticator secrets are sealed with HANGAR_SECRET_KEY too.
+Resealed = two_factor.Resealed
+reseal_all = two_factor.reseal_all

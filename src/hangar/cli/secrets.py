@@ -6,6 +6,7 @@ import asyncio
 
 import typer
 
+from hangar.accounts import second_factor
 from hangar.cli.common import command_group, emit, fail, migrated_settings
 from hangar.db import key_check
 from hangar.db.engine import make_engine
@@ -14,7 +15,8 @@ from hangar.webhooks.service import Resealed, reseal_secrets
 
 secrets_app = command_group("The secrets sealed with HANGAR_SECRET_KEY.")
 
-RESEAL_HELP = """Re-seal every webhook secret with the current HANGAR_SECRET_KEY.
+RESEAL_HELP = """Re-seal every webhook secret, and every account's two-factor secret, with the
+current HANGAR_SECRET_KEY.
 
 A step of a key rotation (README: "Rotating the secret key"). Run it once, from any machine,
 after HANGAR_SECRET_KEY is the new key and HANGAR_SECRET_KEY_PREVIOUS holds the old one on
@@ -32,7 +34,8 @@ secrets are sealed with: from then on a process holding only an older key refuse
 Progress goes to stderr. One JSON object on stdout counts the secrets resealed, those already
 sealed with the current key, and those no key opens (listed by subscription and organization
 id, never their content). If a live subscription's secret is unreadable it exits 1: the key
-that sealed it is missing from HANGAR_SECRET_KEY_PREVIOUS."""
+that sealed it is missing from HANGAR_SECRET_KEY_PREVIOUS. Two-factor secrets are counted under
+`two_factor`; one no key opens (listed by account id) exits 1 too."""
 
 
 def _progress(found: Resealed) -> None:
@@ -47,21 +50,22 @@ def _progress(found: Resealed) -> None:
 def secrets_reseal() -> None:
     current = migrated_settings()
 
-    async def main() -> Resealed:
+    async def main() -> tuple[Resealed, second_factor.Resealed]:
         # One connection: one short transaction at a time.
         engine = make_engine(current.database_url, pool_size=1)
         try:
             found = await reseal_secrets(engine, current, progress=_progress)
-            if not found.blocking:
+            codes = await second_factor.reseal_all(engine, current)
+            if not found.blocking and not codes.unreadable:
                 # No live secret needs an older key now: processes holding only an older
                 # key must not start (hangar.wiring.secret_key).
                 async with engine.begin() as conn:
                     await key_check.record(conn, current.secret_key, SystemClock().now())
-            return found
+            return found, codes
         finally:
             await engine.dispose()
 
-    found = asyncio.run(main())
+    found, codes = asyncio.run(main())
     emit(
         {
             "resealed": found.resealed,
@@ -71,8 +75,19 @@ def secrets_reseal() -> None:
                 {"id": u.subscription_id, "org_id": u.org_id, "deleted": u.deleted}
                 for u in found.unreadable
             ],
+            "two_factor": {
+                "resealed": codes.resealed,
+                "already_current": codes.already_current,
+                "unreadable_accounts": [str(u) for u in codes.unreadable],
+            },
         }
     )
+    if codes.unreadable:
+        fail(
+            f"{len(codes.unreadable)} account(s) have a two-factor secret that no key held "
+            "opens: add the key it was sealed with to HANGAR_SECRET_KEY_PREVIOUS and run this "
+            "again, or remove it with `hangar user reset-2fa` (listed on stdout by account id)"
+        )
     if found.blocking:
         count = len(found.blocking)
         which = (
