@@ -109,10 +109,18 @@ def _table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
     return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
 
 
-def _a_delivery(delivery: uuid.UUID) -> list[tuple[sa.TableClause, dict[str, Any]]]:
+def _a_delivery(
+    delivery: uuid.UUID,
+    org: uuid.UUID | None = None,
+    sub: uuid.UUID | None = None,
+    event: uuid.UUID | None = None,
+    *,
+    enabled: bool = True,
+) -> list[tuple[sa.TableClause, dict[str, Any]]]:
     """The rows of one failed delivery as every revision since 0007 can hold them: its
-    organization, subscription and event."""
-    org, sub, event = new_id(), new_id(), new_id()
+    organization, subscription (disabled after 5 failures unless `enabled`) and event."""
+    org, sub, event = org or new_id(), sub or new_id(), event or new_id()
+    failures = 0 if enabled else 5
     return [
         (ORGS, {"id": org, "name": "O", "created_at": T}),
         (
@@ -124,7 +132,8 @@ def _a_delivery(delivery: uuid.UUID) -> list[tuple[sa.TableClause, dict[str, Any
                    created_at=UTCDateTime(), updated_at=UTCDateTime()),
             {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
              "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
-             "enabled": True, "consecutive_failures": 0, "created_at": T, "updated_at": T},
+             "enabled": enabled, "consecutive_failures": failures, "created_at": T,
+             "updated_at": T},
         ),
         (
             _table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
@@ -711,42 +720,12 @@ async def test_0016_adds_recover_and_the_disabled_notices_and_goes_back(
     url = blank_database_url
     org, user, sub, event, delivery = (new_id() for _ in range(5))
 
-    def table(table_name: str, /, *columns: str, **types: Any) -> sa.TableClause:
-        return sa.table(table_name, *(sa.column(c, types.get(c, sa.Uuid())) for c in columns))
-
-    deliveries = table(
-        "webhook_deliveries", "id", "org_id", "subscription_id", "event_id", "event_name",
-        "status", "attempts_made", "next_attempt_at", "created_at", event_name=sa.String(),
-        status=sa.String(), attempts_made=sa.Integer(), next_attempt_at=UTCDateTime(),
-        created_at=UTCDateTime(),
-    )  # fmt: skip
+    table = _table
+    deliveries = table("webhook_deliveries", "id", "status", status=sa.String())
     rows = [
-        (ORGS, {"id": org, "name": "O", "created_at": T}),
+        *_a_delivery(delivery, org, sub, event, enabled=False),
         (ACCOUNTS, _account(user, "admin@example.org")),
-        (
-            table("webhook_subscriptions", "id", "org_id", "name", "url", "events",
-                  "secret_encrypted", "secret_prefix", "enabled", "consecutive_failures",
-                  "created_at", "updated_at", name=sa.String(), url=sa.String(),
-                  events=sa.JSON(), secret_encrypted=sa.String(), secret_prefix=sa.String(),
-                  enabled=sa.Boolean(), consecutive_failures=sa.Integer(),
-                  created_at=UTCDateTime(), updated_at=UTCDateTime()),
-            {"id": sub, "org_id": org, "name": "S", "url": "https://h.example.com/",
-             "events": ["*"], "secret_encrypted": "x", "secret_prefix": "abcdabcd",
-             "enabled": False, "consecutive_failures": 5, "created_at": T, "updated_at": T},
-        ),
-        (
-            table("events", "id", "org_id", "name", "data", "created_at", name=sa.String(),
-                  data=sa.String(), created_at=UTCDateTime()),
-            {"id": event, "org_id": org, "name": "squawk.created", "data": "{}",
-             "created_at": T},
-        ),
-        (
-            deliveries,
-            {"id": delivery, "org_id": org, "subscription_id": sub, "event_id": event,
-             "event_name": "squawk.created", "status": "failed", "attempts_made": 3,
-             "next_attempt_at": T, "created_at": T},
-        ),
-    ]  # fmt: skip
+    ]
     recovered = table("webhook_deliveries", "id", "recovery_id")
     recoveries = table(
         "webhook_recoveries", "id", "org_id", "subscription_id", "requested_by",

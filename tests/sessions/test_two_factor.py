@@ -55,6 +55,15 @@ async def enrolled(c: httpx.AsyncClient, clock: FakeClock) -> tuple[pyotp.TOTP, 
     return app, confirmed.json()["recovery_codes"]
 
 
+async def turned_on(
+    services: Services, email: str, clock: FakeClock
+) -> tuple[pyotp.TOTP, list[str]]:
+    """Two-factor sign-in turned on for `email`'s account, in a browser of its own."""
+    async with browser(services) as c:
+        await signed_in(c, email)
+        return await enrolled(c, clock)
+
+
 @pytest.fixture
 async def person(org: Org, other: Org) -> str:
     email = f"pilot-{org.id.hex[-12:]}@example.org"
@@ -107,9 +116,7 @@ async def test_enrolment_shows_a_secret_a_uri_and_a_qr_code_and_needs_a_first_co
 async def test_the_code_comes_after_the_password_and_is_never_used_twice(
     services: Services, person: str, clock: FakeClock, org: Org
 ) -> None:
-    async with browser(services) as c:
-        await signed_in(c, person)
-        app, _ = await enrolled(c, clock)
+    app, _ = await turned_on(services, person, clock)
     async with browser(services) as c:
         asked = await signed_in(c, person)
         assert (asked.status_code, asked.json()["code"]) == (401, "TWO_FACTOR_REQUIRED")
@@ -149,9 +156,7 @@ async def test_the_code_comes_after_the_password_and_is_never_used_twice(
 async def test_a_challenge_lasts_five_minutes_and_serves_one_session(
     services: Services, person: str, clock: FakeClock
 ) -> None:
-    async with browser(services) as c:
-        await signed_in(c, person)
-        app, _ = await enrolled(c, clock)
+    app, _ = await turned_on(services, person, clock)
     async with browser(services) as c:
         assert (
             await c.post(f"{ENROL}/verify", json={"code": app.at(clock.now())})
@@ -173,9 +178,7 @@ async def test_a_challenge_lasts_five_minutes_and_serves_one_session(
 async def test_each_recovery_code_signs_in_once(
     services: Services, person: str, clock: FakeClock
 ) -> None:
-    async with browser(services) as c:
-        await signed_in(c, person)
-        _, codes = await enrolled(c, clock)
+    _, codes = await turned_on(services, person, clock)
     for given in (codes[0], codes[1].upper().replace("-", " ")):
         async with browser(services) as c:
             await signed_in(c, person)
@@ -192,9 +195,7 @@ async def test_each_recovery_code_signs_in_once(
 async def test_wrong_codes_are_budgeted_per_account_before_they_are_checked(
     services: Services, person: str, clock: FakeClock
 ) -> None:
-    async with browser(services) as c:
-        await signed_in(c, person)
-        app, _ = await enrolled(c, clock)
+    app, _ = await turned_on(services, person, clock)
     async with browser(services) as c:
         await signed_in(c, person)
         tries = await asyncio.gather(
@@ -202,7 +203,7 @@ async def test_wrong_codes_are_budgeted_per_account_before_they_are_checked(
         )
         assert sorted(r.status_code for r in tries).count(401) <= 10
         assert any(r.status_code == 429 and "Retry-After" in r.headers for r in tries)
-        # Spent: even the right code waits, from another address too.
+        # Spent: even the right code waits.
         right = await c.post(f"{ENROL}/verify", json={"code": app.at(clock.now())})
         assert right.status_code == 429
         clock.advance(minutes=15)
@@ -281,9 +282,7 @@ async def test_a_recovery_link_sets_the_password_but_the_code_is_still_asked(
 ) -> None:
     """The operator's password-reset link reaches a mailbox: it is no second factor. The
     password it sets takes effect, and the page then asks for the code, as /login does."""
-    async with browser(services) as c:
-        await signed_in(c, person)
-        app, _ = await enrolled(c, clock)
+    app, _ = await turned_on(services, person, clock)
     async with services.engine.begin() as conn:
         reset = await accounts.issue_reset(conn, person, clock.now())
     async with browser(services) as c:

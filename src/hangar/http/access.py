@@ -7,6 +7,7 @@ capability (403 FORBIDDEN naming it). API keys are never accepted here.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from fastapi import Depends, Request
@@ -108,24 +109,25 @@ def two_factor_first() -> Forbidden:
 
 def set_session_cookie(response: Response, services: Services, token: str) -> None:
     """The session cookie, for the JSON sign-in, the /login form and the invitation page."""
-    response.set_cookie(
-        sessions.COOKIE,
-        token,
-        max_age=int(sessions.ABSOLUTE_TIMEOUT.total_seconds()),
-        httponly=True,
-        samesite="lax",
-        secure=services.settings.public_url.startswith("https://"),
-        path="/",
-    )
+    _set_cookie(response, services, sessions.COOKIE, token, sessions.ABSOLUTE_TIMEOUT)
 
 
 def set_challenge_cookie(response: Response, services: Services, token: str) -> None:
     """The cookie of a sign-in waiting for its second factor (hangar.auth.two_factor), for
     its few minutes, as the session cookie is otherwise."""
+    cookie, lifetime = two_factor.CHALLENGE_COOKIE, two_factor.CHALLENGE_LIFETIME
+    _set_cookie(response, services, cookie, token, lifetime)
+
+
+def _set_cookie(
+    response: Response, services: Services, name: str, token: str, lifetime: timedelta
+) -> None:
+    """A credential's cookie: script cannot read it, other sites' posts do not carry it, and
+    behind https it goes over https only."""
     response.set_cookie(
-        two_factor.CHALLENGE_COOKIE,
+        name,
         token,
-        max_age=int(two_factor.CHALLENGE_LIFETIME.total_seconds()),
+        max_age=int(lifetime.total_seconds()),
         httponly=True,
         samesite="lax",
         secure=services.settings.public_url.startswith("https://"),
