@@ -267,6 +267,7 @@ async def test_reset_links_are_mailed_to_one_account_at_most_every_20_minutes(cl
                 PasswordReset.user_id == uuid.UUID(printed["user_id"])
             )
         )
+    assert last is not None
     async with cli.engine.begin() as conn:
         later = last + accounts.RESET_MAIL_SPACING
         issued = await accounts.issue_reset(conn, email, later, to_be_mailed=True)
