@@ -35,10 +35,14 @@ async def event_of(hooks: Hooks, delivery_id: str) -> str:
     return str(found)
 
 
-def assert_sent(got: Received, *, event: str, event_id: str, delivery_id: str, at: int) -> None:
+def assert_sent(
+    got: Received, *, event: str, event_id: str, delivery_id: str, at: int, org_id: str
+) -> None:
     """What hangar put on one request: the contract's headers as they always were, and the
-    new ones, all for this delivery, its event and the attempt's second `at`."""
+    new ones, all for this delivery, its event, its organization and the attempt's second
+    `at`."""
     headers = got.headers
+    assert headers["X-Service-Organization"] == org_id
     validate_event(got.body, signature=headers["X-Service-Signature"], secret=SECRET)
     assert headers["X-Service-Signature"] == (
         "sha256=" + hmac.new(SECRET.encode(), got.body, hashlib.sha256).hexdigest()
@@ -93,12 +97,18 @@ async def test_every_attempt_carries_the_event_id_and_its_own_timestamp(
     assert event_id != ping_event_id  # the ping is an event row of its own
     first, retry, redelivered, ping = receiver.heard("/hook")
     for got, at in ((first, START_UNIX), (retry, START_UNIX + 2), (redelivered, START_UNIX + 302)):
-        assert_sent(got, event="squawk.created", event_id=event_id, delivery_id=delivery_id, at=at)
+        assert_sent(
+            got, event="squawk.created", event_id=event_id, delivery_id=delivery_id, at=at,
+            org_id=str(org.id),
+        )  # fmt: skip
     assert_sent(
-        ping, event="test.ping", event_id=ping_event_id, delivery_id=ping_id, at=START_UNIX + 332
-    )
+        ping, event="test.ping", event_id=ping_event_id, delivery_id=ping_id, at=START_UNIX + 332,
+        org_id=str(org.id),
+    )  # fmt: skip
     [theirs] = receiver.heard("/other")
     assert theirs.headers["X-Service-Event-Id"] not in (event_id, ping_event_id)
+    # The other organization's delivery names its own organization (issue 42).
+    assert theirs.headers["X-Service-Organization"] == str(other.id)
 
     # The log shows each delivery's event id, and each attempt's headers as they went out.
     pinged, fired = await delivery_log(admin, org, sub_id)
@@ -108,7 +118,8 @@ async def test_every_attempt_carries_the_event_id_and_its_own_timestamp(
         fired["attempts"] + pinged["attempts"], (first, retry, redelivered, ping), strict=True
     ):
         shown = dict(attempt["request"]["headers"])
-        for name in ("X-Service-Event-Id", "webhook-id", "webhook-timestamp"):
+        kept = ("X-Service-Event-Id", "X-Service-Organization", "webhook-id", "webhook-timestamp")
+        for name in kept:
             assert shown[name] == got.headers[name]
         assert shown["webhook-signature"] == NOT_KEPT  # a signature is never kept
 

@@ -52,6 +52,7 @@ class Claimed:
     """A leased delivery with everything its attempt needs, read in the claiming transaction."""
 
     id: uuid.UUID
+    org_id: uuid.UUID
     subscription_id: uuid.UUID
     event_id: uuid.UUID
     event_name: str
@@ -76,6 +77,7 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
     return (
         select(
             deliveries.c.id,
+            deliveries.c.org_id,
             deliveries.c.subscription_id,
             deliveries.c.event_id,
             deliveries.c.event_name,
@@ -359,6 +361,7 @@ class Claiming:
         if dialect == "postgresql":
             leased = lease.returning(
                 Delivery.id,
+                Delivery.org_id,
                 Delivery.subscription_id,
                 Delivery.event_id,
                 Delivery.event_name,

@@ -317,6 +317,7 @@ class Dispatcher:
             event_id=str(delivery.event_id),
             sent_at=started_at,
             previous_secret=previous,
+            org_id=str(delivery.org_id),
         )
         with ATTEMPTS_IN_PROGRESS.track_inprogress():
             result = await self._sender.post(delivery.url, sent, body)

@@ -82,10 +82,13 @@ def headers(
     event_id: str,
     sent_at: datetime,
     previous_secret: str | None = None,
+    org_id: str | None = None,
 ) -> dict[str, str]:
     """Every delivery's headers. `sent_at` is the instant the envelope's `delivered_at` says
     (each attempt's own), so the signed timestamp and the body agree. `previous_secret` is
-    the one a rotation replaced, while its grace lasts: it signs beside `secret`."""
+    the one a rotation replaced, while its grace lasts: it signs beside `secret`. `org_id`,
+    the organization the delivery is for (the dispatcher always gives it): a partner serving
+    many organizations routes by it, before choosing the secret to verify with."""
     timestamp = unix_seconds(sent_at)
     signatures = [standard_signature(secret, delivery_id, timestamp, body)]
     sent = {
@@ -102,6 +105,7 @@ def headers(
         "X-Service-Delivery": delivery_id,
         # The id the events API lists it under: a consumer of both drops duplicates by it.
         "X-Service-Event-Id": event_id,
+        **({"X-Service-Organization": org_id} if org_id is not None else {}),
         "webhook-id": delivery_id,
         "webhook-timestamp": str(timestamp),
         # The new secret's first: a verifier tries each in turn.
