@@ -26,7 +26,7 @@ PAGE = "/settings/two-factor"
 def _page(
     request: Request, viewer: ViewerPage, status: second_factor.Status, **context: object
 ) -> Response:
-    code = 422 if context.get("error") else 200
+    code = 422 if context.get("error") or context.get("off_error") else 200
     return render(
         request,
         "two_factor.html",
