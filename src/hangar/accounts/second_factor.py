@@ -30,6 +30,15 @@ from hangar.orgs.actors import Started, started
 CODE_LIMITS = (Limit(10, 900, "10 wrong codes per 15 minutes for this account"),)
 
 
+def typed_code(given: str) -> dict[str, str | None]:
+    """What a person typed in the one field the screens offer, as `code` or `recovery_code`:
+    six digits (spaces aside) are the app's code; anything else a recovery code."""
+    digits = given.replace(" ", "")
+    if len(digits) == 6 and digits.isascii() and digits.isdigit():
+        return {"code": digits, "recovery_code": None}
+    return {"code": None, "recovery_code": given}
+
+
 async def verify_second_factor(
     services: Services,
     token: str | None,

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts.second_factor import verify_second_factor
+from hangar.accounts.second_factor import typed_code, verify_second_factor
 from hangar.accounts.service import Challenged, sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
 from hangar.auth.two_factor import CHALLENGE_COOKIE
@@ -119,16 +119,12 @@ async def login_code(request: Request, services: ServicesDep) -> Response:
     given = text(form, "code").strip()
     if not given or len(given) > 40:
         return code_form(request, services, target, status=422, error="Enter a code.")
-    # Six digits are the app's code; anything else is taken as a recovery code.
-    digits = given.replace(" ", "")
-    is_app_code = len(digits) == 6 and digits.isascii() and digits.isdigit()
     try:
         new = await verify_second_factor(
             services,
             request.cookies.get(CHALLENGE_COOKIE),
             client_of(request),
-            code=digits if is_app_code else None,
-            recovery_code=None if is_app_code else given,
+            **typed_code(given),
         )
     except ApiError as refusal:
         if refusal.code == "UNAUTHORIZED":  # no challenge, or it ran out: the password again

@@ -85,15 +85,8 @@ async def confirm(request: Request, services: ServicesDep, viewer: ViewerPage) -
 async def turn_off(request: Request, services: ServicesDep, viewer: ViewerPage) -> Response:
     form = await checked_form(request, viewer.session.csrf_token)
     given = text(form, "code").strip()[:40]
-    digits = given.replace(" ", "")
-    is_app_code = len(digits) == 6 and digits.isascii() and digits.isdigit()
     try:
-        await second_factor.turn_off(
-            services,
-            viewer.session,
-            code=digits if is_app_code else None,
-            recovery_code=None if is_app_code else given,
-        )
+        await second_factor.turn_off(services, viewer.session, **second_factor.typed_code(given))
     except ApiError as refused:
         error = f"{refused.detail}." if refused.status == 429 else "That code is not right."
         status = await second_factor.status(services, viewer.session)
