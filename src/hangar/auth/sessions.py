@@ -48,7 +48,9 @@ class SignedIn:
     csrf_token: str
 
 
-def _hash(token: str) -> str:
+def token_digest(token: str) -> str:
+    """What is stored of a random token (a session's, a sign-in challenge's, a recovery
+    code): its SHA-256, so a dump of the table holds nothing usable."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -92,7 +94,7 @@ async def start(
     await conn.execute(
         insert(UserSession).values(
             id=signed_in.session_id,
-            token_hash=_hash(token),
+            token_hash=token_digest(token),
             user_id=user_id,
             csrf_token=signed_in.csrf_token,
             created_at=now,
@@ -107,7 +109,7 @@ async def resume(conn: AsyncConnection, token: str | None, now: datetime) -> Sig
     """The live session behind a cookie value, sliding its idle window; None if none."""
     if not token or len(token) > 100:
         return None
-    digest = _hash(token)
+    digest = token_digest(token)
     row = (
         await conn.execute(
             select(

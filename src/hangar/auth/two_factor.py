@@ -18,7 +18,6 @@ authenticator app reads it) and ten one-time recovery codes, as GitHub's.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import logging
 import secrets
@@ -32,6 +31,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth.models import RecoveryCode, SignInChallenge, TwoFactor
+from hangar.auth.sessions import token_digest
 from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox, SecretUnreadable
 from hangar.foundation.ids import new_id
@@ -50,10 +50,6 @@ _CODE_DIGITS = 6
 
 def box(settings: Settings) -> SecretBox:
     return SecretBox(settings.secret_key, SECRETS_PURPOSE, settings.previous_secret_keys)
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 # --- enrolment ----------------------------------------------------------------------------
@@ -212,7 +208,7 @@ async def _new_recovery_codes(
     await conn.execute(
         insert(RecoveryCode),
         [
-            {"id": new_id(), "user_id": user_id, "code_hash": _digest(_normalized(c)),
+            {"id": new_id(), "user_id": user_id, "code_hash": token_digest(_normalized(c)),
              "created_at": now, "used_at": None}
             for c in codes
         ],
@@ -252,7 +248,7 @@ async def check(
         update(RecoveryCode)
         .where(
             RecoveryCode.user_id == user_id,
-            RecoveryCode.code_hash == _digest(_normalized(recovery_code)),
+            RecoveryCode.code_hash == token_digest(_normalized(recovery_code)),
             RecoveryCode.used_at.is_(None),
         )
         .values(used_at=now)
@@ -292,7 +288,7 @@ async def challenge(conn: AsyncConnection, user_id: uuid.UUID, now: datetime) ->
         insert(SignInChallenge).values(
             id=new_id(),
             user_id=user_id,
-            token_hash=_digest(token),
+            token_hash=token_digest(token),
             created_at=now,
             expires_at=now + CHALLENGE_LIFETIME,
         )
@@ -306,7 +302,7 @@ async def challenged(conn: AsyncConnection, token: str | None, now: datetime) ->
         return None
     found: uuid.UUID | None = await conn.scalar(
         select(SignInChallenge.user_id).where(
-            SignInChallenge.token_hash == _digest(token), SignInChallenge.expires_at > now
+            SignInChallenge.token_hash == token_digest(token), SignInChallenge.expires_at > now
         )
     )
     return found
@@ -316,7 +312,7 @@ async def end_challenge(conn: AsyncConnection, token: str) -> bool:
     """The challenge is used up; False when it was already (two uses at once: one wins)."""
     gone = await conn.execute(
         delete(SignInChallenge)
-        .where(SignInChallenge.token_hash == _digest(token))
+        .where(SignInChallenge.token_hash == token_digest(token))
         .returning(SignInChallenge.id)
     )
     return gone.first() is not None
