@@ -29,6 +29,7 @@ from hangar.keys.authentication import KeyAuthenticator
 from hangar.kit.container import Services
 from hangar.kit.encoding import dumps
 from hangar.logs.request_id import RequestId
+from hangar.routes import audit_log as audit_log_routes
 from hangar.routes import fleet as fleet_routes
 from hangar.routes import invitations as invitation_routes
 from hangar.routes import keys as key_routes
@@ -142,6 +143,7 @@ def create_app(
         webhook_routes.router,
         member_routes.router,
         organization_routes.router,
+        audit_log_routes.router,
         fleet_routes.router,
         reservation_routes.router,
         squawk_routes.router,

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from hangar.audit.service import Who
 from hangar.keys.key_format import generate_key, hash_key
 from hangar.keys.models import ApiKey
 from hangar.keys.service import Rotation, rotate
@@ -144,7 +145,7 @@ async def test_a_rotated_key_works_through_its_grace_window_then_is_401(
         rotated = await rotate(
             conn,
             org.id,
-            org.admin_id,
+            Who.person(org.admin_id, "admin@example.org", None),
             await key_id(org, old),  # type: ignore[arg-type]
             Rotation(grace_hours=24),
             clock.now(),

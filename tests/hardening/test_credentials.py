@@ -23,6 +23,7 @@ from scripts.scratch import two_servers
 from sqlalchemy import select
 
 from hangar.app import create_app
+from hangar.audit.service import Who
 from hangar.auth import sessions
 from hangar.keys.authentication import MISSING, KeyAuthenticator
 from hangar.keys.key_format import KEY_PREFIX, STORED_PREFIX_LENGTH, hash_key
@@ -41,6 +42,10 @@ from tests.fixtures.routes import app_routes
 FEED = f"{API}/reservations.ics"
 OPERATIONS = [*READS, FEED]
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def ADMIN(user_id: uuid.UUID) -> Who:
+    return Who.person(user_id, "admin@example.org", None)
 
 
 async def call(client: httpx.AsyncClient, path: str, key: str) -> httpx.Response:
@@ -141,7 +146,7 @@ async def test_a_rotated_key_is_401_the_instant_its_grace_window_ends(
         old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
         assert old_id is not None
         rotated = await rotate(
-            conn, org.id, org.admin_id, old_id, Rotation(grace_hours=1), clock.now()
+            conn, org.id, ADMIN(org.admin_id), old_id, Rotation(grace_hours=1), clock.now()
         )
     new = rotated["new"]["key"]
     end = clock.now() + timedelta(hours=1)
@@ -165,7 +170,9 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
     async with org.engine.begin() as conn:
         old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
         assert old_id is not None
-        await rotate(conn, org.id, org.admin_id, old_id, Rotation(grace_hours=0), clock.now())
+        await rotate(
+            conn, org.id, ADMIN(org.admin_id), old_id, Rotation(grace_hours=0), clock.now()
+        )
     assert_401(await call(client, f"{API}/aircraft", old))
 
 

@@ -75,6 +75,7 @@ async def test_each_batch_is_one_short_transaction_of_a_bounded_size(
         "webhook_recoveries": 0,
         "sessions": 0,
         "invitations": 0,
+        "audit_entries": 0,
     }
     deleting = [[(v, t, n) for v, t, n in tx if v == "DELETE"] for tx in seen]
     # A batch of deliveries: read (locked on PostgreSQL) through the index, then its
@@ -230,4 +231,5 @@ async def test_the_metric_counts_the_rows_pruned_by_table(services: Services, or
         "webhook_recoveries": 0,
         "sessions": 0,
         "invitations": 0,
+        "audit_entries": 0,
     }

@@ -18,6 +18,7 @@ from gidgethub.sansio import validate_event
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.audit.service import OPERATOR
 from hangar.auth import two_factor
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
@@ -195,7 +196,7 @@ async def test_reseal_beside_a_concurrent_delete_and_create_loses_and_revives_no
         # subscription and creates another (on a process with the new key), another run
         # reseals a third, and one row is removed outright.
         async with own_engine.begin() as other:
-            await service.delete(other, org.id, ids["deleted"], new.clock.now())
+            await service.delete(other, org.id, ids["deleted"], new.clock.now(), by=OPERATOR)
             await other.execute(
                 update(Subscription)
                 .where(Subscription.id == ids["resealed elsewhere"])

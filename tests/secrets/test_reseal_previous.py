@@ -15,6 +15,7 @@ import orjson
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.audit.service import OPERATOR
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
 from hangar.webhooks import service
@@ -60,6 +61,7 @@ async def rotate(holder: Services, org_id: uuid.UUID, sub_id: uuid.UUID, hours: 
             sub_id,
             SecretRotation(grace_hours=hours),
             holder.clock.now(),
+            by=OPERATOR,
         )
     return answer["secret"]
 

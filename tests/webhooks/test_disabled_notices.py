@@ -26,6 +26,7 @@ from scripts.scratch import free_port
 from sqlalchemy import select
 
 from hangar.app import create_app
+from hangar.audit.service import OPERATOR
 from hangar.foundation.mail import Mailer
 from hangar.jobs.scheduler import Done, JobRun
 from hangar.kit.container import Services
@@ -122,7 +123,7 @@ async def disable(hooks: Hooks, sub_id: uuid.UUID) -> datetime:
 async def enable(hooks: Hooks, sub_id: uuid.UUID) -> None:
     """Enable, as the action does it (the day's clock outlives any session)."""
     async with hooks.services.engine.begin() as conn:
-        await webhooks.enable(conn, hooks.org.id, sub_id, hooks.clock.now())
+        await webhooks.enable(conn, hooks.org.id, sub_id, hooks.clock.now(), by=OPERATOR)
 
 
 async def notice(hooks: Hooks, sub_id: uuid.UUID) -> DisabledNotice | None:

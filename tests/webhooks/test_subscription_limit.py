@@ -21,6 +21,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select, text, update
 
+from hangar.audit.service import OPERATOR
 from hangar.db.engine import make_engine
 from hangar.foundation.config import ConfigError, load_settings
 from hangar.kit.container import Services
@@ -214,7 +215,7 @@ async def test_two_creations_at_the_limit_on_postgresql_one_waits_and_is_refused
     for n in range(LIMIT - 1):
         async with limited.engine.begin() as conn:
             await service.create(
-                conn, limited, org.id, NewSubscription(**new(f"h{n}")), now(limited)
+                conn, limited, org.id, NewSubscription(**new(f"h{n}")), now(limited), by=OPERATOR
             )
     second_engine = make_engine(limited.settings.database_url)
     try:
@@ -222,13 +223,15 @@ async def test_two_creations_at_the_limit_on_postgresql_one_waits_and_is_refused
         async with limited.engine.connect() as first:
             await first.begin()
             await service.create(
-                first, limited, org.id, NewSubscription(**new("third")), now(limited)
+                first, limited, org.id, NewSubscription(**new("third")), now(limited), by=OPERATOR
             )
 
             async def another() -> object:
                 async with second_engine.begin() as conn:
                     body = NewSubscription(**new("fourth"))
-                    return await service.create(conn, second, org.id, body, now(second))
+                    return await service.create(
+                        conn, second, org.id, body, now(second), by=OPERATOR
+                    )
 
             racing = asyncio.create_task(another())
             started = time.monotonic()

@@ -16,7 +16,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.accounts.service import address_budget, spent
+from hangar.accounts.service import address_budget, record_for_account, spent
+from hangar.audit.service import OPERATOR
 from hangar.auth import sessions, two_factor, users
 from hangar.kit import ratelimit
 from hangar.kit.container import Services
@@ -184,14 +185,18 @@ async def _code_budget(
             await ratelimit.give_back(services.limiter, budgets, now)
 
 
-async def reset_two_factor(conn: AsyncConnection, email: str) -> uuid.UUID:
+async def reset_two_factor(conn: AsyncConnection, email: str, now: datetime) -> uuid.UUID:
     """The operator's `hangar user reset-2fa`: the account signs in with its password alone
-    until it sets up an app again; 404 for an email no account has."""
+    until it sets up an app again; 404 for an email no account has. Recorded in the audit
+    log of each organization the account is a member of."""
     wanted = email.strip().lower()
     account_id = await users.account_with(conn, wanted)
     if account_id is None or not wanted:
         raise NotFound(detail=f"No account has the email {wanted!r}")
     await two_factor.remove(conn, account_id)
+    await record_for_account(
+        conn, account_id, OPERATOR, "user.reset_two_factor", now, {"email": wanted}
+    )
     return account_id
 
 

@@ -49,6 +49,7 @@ import hashlib
 import ipaddress
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -56,6 +57,8 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.models import PasswordReset
+from hangar.audit import service as audit
+from hangar.audit.service import Who
 from hangar.auth import sessions, two_factor, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
@@ -64,7 +67,7 @@ from hangar.kit import ratelimit
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound, RateLimited, Unauthorized
 from hangar.kit.ratelimit import Budget, Limit
-from hangar.orgs.actors import Started, started
+from hangar.orgs.actors import Started, memberships, started
 
 # Failed sign-ins from one address, whatever the emails: a flood with random emails (each one
 # costing a hash) is refused after 20, and a guesser working through many accounts gets 100
@@ -240,7 +243,27 @@ async def issue_reset(
             expires_at=now + RESET_LIFETIME,
         )
     )
+    details = {"email": wanted, "mailed": to_be_mailed}
+    await record_for_account(
+        conn, account_id, audit.OPERATOR, "user.reset_password_link", now, details
+    )
     return IssuedReset(account_id, wanted, token, now + RESET_LIFETIME)
+
+
+async def record_for_account(
+    conn: AsyncConnection,
+    user_id: uuid.UUID,
+    by: Who,
+    action: audit.Action,
+    now: datetime,
+    details: Mapping[str, object],
+) -> None:
+    """What was done to an account, in the audit log of each organization it is an active
+    member of: their admins answer for who may reach their settings. (An account in no
+    organization has no log to be shown in: the operator's own log line records it.)"""
+    for membership in await memberships(conn, user_id):
+        org_id = uuid.UUID(membership["org_id"])
+        await audit.record(conn, org_id, by, action, ("user", user_id), now, details)
 
 
 def reset_mail(issued: IssuedReset, url: str, now: datetime) -> Mail:
@@ -309,12 +332,13 @@ async def _use(conn: AsyncConnection, token: str, password_hash: str, now: datet
 
 
 async def choose_new_password(
-    services: Services, token: str, password: str
+    services: Services, token: str, password: str, client_address: str | None = None
 ) -> Started | Challenged:
     """Sets the account's password through its recovery link and signs the holder in (a new
     session; every earlier one has ended), or, for an account with two-factor sign-in, asks
     for its code as signing in does: a link that reached someone's mailbox is not their
-    second factor."""
+    second factor. Recorded in the audit log as the account's own doing, from
+    `client_address`."""
     async with services.engine.connect() as conn:
         found = await find_reset(conn, token, services.clock.now())
     if found is None:  # refused before the hash, which costs a core a while
@@ -324,4 +348,7 @@ async def choose_new_password(
     async with services.engine.begin() as conn:
         # Checked again: the link may have been used (or replaced) meanwhile.
         used = await _use(conn, token, password_hash, now)
+        by = Who.person(used.user_id, used.email, client_address)
+        details = {"email": used.email}
+        await record_for_account(conn, used.user_id, by, "user.password_reset", now, details)
         return await _signed_in_or_challenged(conn, (used.user_id, used.email), now)

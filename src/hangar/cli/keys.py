@@ -17,7 +17,7 @@ from hangar.cli.common import (
     run_in_transaction,
 )
 from hangar.foundation.clock import SystemClock
-from hangar.keys.service import IssuedKey, issue_key
+from hangar.keys.service import IssuedKey, issue_by_operator
 from hangar.kit.scopes import SCOPES, scope_note
 from hangar.orgs.service import require_org
 
@@ -44,7 +44,8 @@ def key_create(
 
     async def work(conn: AsyncConnection) -> IssuedKey:
         await require_org(conn, org_id)
-        return await issue_key(conn, org_id, name=name, scopes=scope or [], now=SystemClock().now())
+        now = SystemClock().now()
+        return await issue_by_operator(conn, org_id, name=name, scopes=scope or [], now=now)
 
     issued = run_in_transaction(current, work)
     emit(

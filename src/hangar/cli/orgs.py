@@ -192,7 +192,7 @@ def user_reset_two_factor(email: Email) -> None:
     current = migrated_settings()
 
     async def work(conn: AsyncConnection) -> uuid.UUID:
-        return await second_factor.reset_two_factor(conn, email)
+        return await second_factor.reset_two_factor(conn, email, SystemClock().now())
 
     user_id = run_in_transaction(current, work)
     log.warning(

@@ -104,6 +104,7 @@ def environment(current: Settings) -> dict[str, str]:
         "HANGAR_LOG_FORMAT": current.log_format,
         "HANGAR_LOG_LEVEL": current.log_level,
         "HANGAR_DELIVERY_RETENTION_DAYS": str(current.delivery_retention_days),
+        "HANGAR_AUDIT_RETENTION_DAYS": str(current.audit_retention_days),
         "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG": str(current.max_subscriptions_per_org),
         "HANGAR_DB_POOL_SIZE": str(current.db_pool_size),
         "HANGAR_TRUSTED_PROXIES": ",".join(str(network) for network in current.trusted_proxies),

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.audit.service import OPERATOR
 from hangar.cli.common import (
     OrgOption,
     command_group,
@@ -66,6 +67,6 @@ def webhook_rotate_secret(
     async def work(conn: AsyncConnection) -> NewSubscriptionView:
         await require_org(conn, org_id)
         now = SystemClock().now()
-        return await service.rotate_secret(conn, box, org_id, target, body, now)
+        return await service.rotate_secret(conn, box, org_id, target, body, now, by=OPERATOR)
 
     emit(run_in_transaction(current, work))

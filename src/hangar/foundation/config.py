@@ -27,6 +27,11 @@ MIN_METRICS_TOKEN_LENGTH = 32
 DEFAULT_DELIVERY_RETENTION_DAYS = 30
 # Ten years: past that, "retention" means "never prune", which this setting does not offer.
 MAX_DELIVERY_RETENTION_DAYS = 3650
+# The audit log's entries are kept a year, then pruned: long enough to answer "who changed
+# this, and when?" about last season, as GitHub keeps an organization's log for 180 days
+# (a year through its API on Enterprise); at most ten years, as above.
+DEFAULT_AUDIT_RETENTION_DAYS = 365
+MAX_AUDIT_RETENTION_DAYS = 3650
 # Live webhook subscriptions an organization may have. Each is a destination the dispatcher
 # shares its slots with, so without a bound one tenant could subscribe hundreds of dead
 # endpoints and crowd the others out (issue 39); 20 is GitHub's number per event per
@@ -65,6 +70,7 @@ class Settings:
     log_format: LogFormat = "text"
     log_level: LogLevel = "info"
     delivery_retention_days: int = DEFAULT_DELIVERY_RETENTION_DAYS
+    audit_retention_days: int = DEFAULT_AUDIT_RETENTION_DAYS
     # Creating one more live (not deleted) subscription is refused: 422 SUBSCRIPTION_LIMIT.
     max_subscriptions_per_org: int = DEFAULT_MAX_SUBSCRIPTIONS_PER_ORG
     # Each process's database pool (hangar.wiring.container): writes, and reads on PostgreSQL.
@@ -138,6 +144,17 @@ def delivery_retention_days(env: Mapping[str, str]) -> int:
         "HANGAR_DELIVERY_RETENTION_DAYS",
         DEFAULT_DELIVERY_RETENTION_DAYS,
         MAX_DELIVERY_RETENTION_DAYS,
+        "of days ",
+    )
+
+
+def audit_retention_days(env: Mapping[str, str]) -> int:
+    """HANGAR_AUDIT_RETENTION_DAYS: a whole number of days, 1 to 3650 (default 365)."""
+    return _whole_number(
+        env,
+        "HANGAR_AUDIT_RETENTION_DAYS",
+        DEFAULT_AUDIT_RETENTION_DAYS,
+        MAX_AUDIT_RETENTION_DAYS,
         "of days ",
     )
 
@@ -332,6 +349,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_format=log_format(env),
         log_level=log_level(env),
         delivery_retention_days=delivery_retention_days(env),
+        audit_retention_days=audit_retention_days(env),
         max_subscriptions_per_org=max_subscriptions_per_org(env),
         db_pool_size=db_pool_size(env),
         trusted_proxies=trusted_proxies(env),

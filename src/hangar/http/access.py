@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions, two_factor
-from hangar.http.routing import ServicesDep, before_body, path_id, services_of
+from hangar.http.routing import ServicesDep, before_body, client_of, path_id, services_of
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
 from hangar.orgs.actors import Actor, actor_in, may
@@ -71,7 +71,7 @@ async def _actor(request: Request, services: Services, signed_in: sessions.Signe
     # Not found, never "No such organization": existence is not revealed.
     org_id = path_id(str(request.path_params.get("org_id", "")))
     async with services.engine.connect() as conn:
-        actor = await actor_in(conn, signed_in, org_id)
+        actor = await actor_in(conn, signed_in, org_id, client_of(request))
     if actor is None:
         raise NotFound()
     return actor

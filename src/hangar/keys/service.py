@@ -3,7 +3,8 @@
 Each action once, for the management API (routes/keys.py) and the Org Settings screens
 (web/keys.py) alike: the request bodies live here, and the callers only present the result
 (JSON or a page). Callers have checked org.settings; the caller's request owns the
-transaction (`hangar.http.routing.Tx`) and reads the clock once (`Now`).
+transaction (`hangar.http.routing.Tx`) and reads the clock once (`Now`). Each change is
+recorded in the audit log (`by`: who acted, from where) in that same transaction.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pydantic import Field
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.audit import service as audit
+from hangar.audit.service import Who
 from hangar.keys.issuing import IssuedKey as IssuedKey  # the CLI's key, with its secret
 from hangar.keys.issuing import issue_key as issue_key
 from hangar.keys.models import ApiKey
@@ -128,18 +131,41 @@ def _with_key(view: KeyView, issued: IssuedKey) -> NewKeyView:
     return NewKeyView(**view, key=issued.key)
 
 
+def _described(view: KeyView) -> dict[str, Any]:
+    """What the audit log says of a key: its name, scopes and prefix, never the key."""
+    return {"name": view["name"], "prefix": view["prefix"], "scopes": view["scopes"]}
+
+
 async def create(
-    conn: AsyncConnection, org_id: uuid.UUID, by: uuid.UUID, body: NewKey, now: datetime
+    conn: AsyncConnection, org_id: uuid.UUID, by: Who, body: NewKey, now: datetime
 ) -> NewKeyView:
     scopes = body.scopes or []
-    issued = await issue_key(conn, org_id, name=body.name, scopes=scopes, now=now, created_by=by)
-    return _with_key(await get(conn, org_id, issued.id, now), issued)
+    issued = await issue_key(
+        conn, org_id, name=body.name, scopes=scopes, now=now, created_by=by.user_id
+    )
+    view = await get(conn, org_id, issued.id, now)
+    await audit.record(
+        conn, org_id, by, "key.created", ("api_key", issued.id), now, _described(view)
+    )
+    return _with_key(view, issued)
+
+
+async def issue_by_operator(
+    conn: AsyncConnection, org_id: uuid.UUID, *, name: str, scopes: list[str], now: datetime
+) -> IssuedKey:
+    """`hangar key create`: the operator's key, recorded as theirs (no account)."""
+    issued = await issue_key(conn, org_id, name=name, scopes=scopes, now=now)
+    view = await get(conn, org_id, issued.id, now)
+    await audit.record(
+        conn, org_id, audit.OPERATOR, "key.created", ("api_key", issued.id), now, _described(view)
+    )
+    return issued
 
 
 async def rotate(
     conn: AsyncConnection,
     org_id: uuid.UUID,
-    by: uuid.UUID,
+    by: Who,
     key_id: uuid.UUID,
     body: Rotation,
     now: datetime,
@@ -156,27 +182,38 @@ async def rotate(
             f"Only an active key can be rotated; this one is {old['status']}", "API_KEY_NOT_ACTIVE"
         )
     issued = await issue_key(
-        conn, org_id, name=old["name"], scopes=old["scopes"], now=now, created_by=by
+        conn, org_id, name=old["name"], scopes=old["scopes"], now=now, created_by=by.user_id
     )
     await conn.execute(
         update(ApiKey)
         .where(ApiKey.id == key_id)
         .values(expires_at=now + timedelta(hours=body.grace_hours), replaced_by=issued.id)
     )
-    return Rotated(
-        new=_with_key(await get(conn, org_id, issued.id, now), issued),
-        old=await get(conn, org_id, key_id, now),
-    )
+    new = await get(conn, org_id, issued.id, now)
+    details = {
+        **_described(old),
+        "grace_hours": body.grace_hours,
+        "new_key_id": new["id"],
+        "new_prefix": new["prefix"],
+    }
+    await audit.record(conn, org_id, by, "key.rotated", ("api_key", key_id), now, details)
+    return Rotated(new=_with_key(new, issued), old=await get(conn, org_id, key_id, now))
 
 
 async def revoke(
-    conn: AsyncConnection, org_id: uuid.UUID, key_id: uuid.UUID, now: datetime
+    conn: AsyncConnection, org_id: uuid.UUID, by: Who, key_id: uuid.UUID, now: datetime
 ) -> KeyView:
-    """Immediate and irreversible; revoking a revoked key changes nothing."""
+    """Immediate and irreversible; revoking a revoked key changes nothing (and records
+    nothing)."""
     await get(conn, org_id, key_id, now, lock=True)
-    await conn.execute(
+    revoked = await conn.execute(
         update(ApiKey)
         .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
         .values(revoked_at=now)
     )
-    return await get(conn, org_id, key_id, now)
+    view = await get(conn, org_id, key_id, now)
+    if revoked.rowcount:
+        await audit.record(
+            conn, org_id, by, "key.revoked", ("api_key", key_id), now, _described(view)
+        )
+    return view

@@ -11,6 +11,7 @@ from typing import TypedDict
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.audit.service import Who
 from hangar.auth import sessions, two_factor
 from hangar.orgs.capabilities import ORG_SETTINGS_CAPABILITIES, ROLE_NAMES, capabilities_of
 from hangar.orgs.models import Membership, Organization, Role
@@ -28,13 +29,23 @@ class Actor:
     # What the role grants but the organization withholds until the person sets up
     # two-factor sign-in (its `require_two_factor`): Org Settings' capabilities, or none.
     withheld: frozenset[str] = frozenset()
+    # Where the request came from (hangar.http.client_address): what the audit log records.
+    client_address: str | None = None
 
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
 
+    @property
+    def who(self) -> Who:
+        """The actor as the audit log records them: account, email, client address."""
+        return Who.person(self.user_id, self.session.email, self.client_address)
+
 
 async def actor_in(
-    conn: AsyncConnection, signed_in: sessions.SignedIn, org_id: uuid.UUID
+    conn: AsyncConnection,
+    signed_in: sessions.SignedIn,
+    org_id: uuid.UUID,
+    client_address: str | None = None,
 ) -> Actor | None:
     """The signed-in user as an active member of `org_id`, or None: the one membership
     decision, for the JSON API (a 404) and the screens (their 404 page) alike."""
@@ -66,6 +77,7 @@ async def actor_in(
         capabilities=granted - withheld,
         session=signed_in,
         withheld=withheld,
+        client_address=client_address,
     )
 
 

@@ -29,6 +29,8 @@ from sqlalchemy import ColumnElement, Exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
+from hangar.audit import service as audit
+from hangar.audit.service import Who
 from hangar.auth import users
 from hangar.foundation.ids import new_id_at
 from hangar.kit.bodies import RequestBody
@@ -175,9 +177,11 @@ async def invite_member(
     role: str,
     now: datetime,
     is_discovery: bool = False,
+    by: Who = audit.OPERATOR,
 ) -> Invited:
-    """A pending membership and its invitation: the admin's API, `hangar member invite`, and
-    `hangar user create` for an email that has an account."""
+    """A pending membership and its invitation: the admin's API (`by` the admin), `hangar
+    member invite`, and `hangar user create` for an email that has an account (the
+    operator's). Recorded in the audit log, never with the link's token."""
     member = await add_member(
         conn, org_id, person, role=role, now=now, status="pending", is_discovery=is_discovery
     )
@@ -185,6 +189,8 @@ async def invite_member(
     org_name = await conn.scalar(select(Organization.name).where(Organization.id == org_id))
     if org_name is None:
         raise NotFound("organization")
+    details = {"email": member.email, "role": role, "expires_at": issued.expires_at.isoformat()}
+    await audit.record(conn, org_id, by, "member.invited", ("member", member.user_id), now, details)
     return Invited(member, issued, org_name)
 
 
@@ -221,7 +227,13 @@ async def create_member(
     """POST /api/orgs/{org_id}/members: an invitation (see invited_member for the answer)."""
     person = Contact(body.email, body.first_name, body.last_name, body.phone)
     return await invite_member(
-        conn, actor.org_id, person, role=body.role, now=now, is_discovery=body.is_discovery
+        conn,
+        actor.org_id,
+        person,
+        role=body.role,
+        now=now,
+        is_discovery=body.is_discovery,
+        by=actor.who,
     )
 
 
@@ -266,17 +278,20 @@ async def remove_member(
     await conn.execute(
         select(Organization.id).where(Organization.id == actor.org_id).with_for_update()
     )
-    membership_id = await conn.scalar(
-        select(Membership.id)
-        .where(
-            Membership.org_id == actor.org_id,
-            Membership.user_id == user_id,
-            Membership.deleted_at.is_(None),
+    membership = (
+        await conn.execute(
+            select(Membership.id, Membership.email, Membership.status)
+            .where(
+                Membership.org_id == actor.org_id,
+                Membership.user_id == user_id,
+                Membership.deleted_at.is_(None),
+            )
+            .with_for_update()
         )
-        .with_for_update()
-    )
-    if membership_id is None:
+    ).first()
+    if membership is None:
         raise NotFound("member")
+    membership_id = membership.id
     if user_id == actor.user_id:
         # Otherwise the last admin could remove themselves and lock the organization out.
         raise Conflict("You cannot remove your own membership")
@@ -292,6 +307,10 @@ async def remove_member(
         .returning(Membership.id)
     )
     if removed is not None:
+        # A pending member's removal cancels its invitation: the entry says which it was.
+        details = {"email": membership.email, "status": membership.status}
+        who, org_id = actor.who, actor.org_id
+        await audit.record(conn, org_id, who, "member.removed", ("member", user_id), now, details)
         return
     if await conn.scalar(select(_an_active_admin(actor.org_id, lambda m: m.user_id != user_id))):
         # Removed meanwhile, or the actor was: either way this removal is moot.

@@ -18,6 +18,8 @@ from typing import TypedDict
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hangar.audit import service as audit
+from hangar.audit.service import Who
 from hangar.auth import sessions, two_factor, users
 from hangar.auth.passwords import hashed
 from hangar.kit import ratelimit
@@ -130,20 +132,28 @@ async def organization(conn: AsyncConnection, org_id: uuid.UUID) -> Organization
 
 
 async def require_two_factor_of(
-    conn: AsyncConnection, user_id: uuid.UUID, org_id: uuid.UUID, required: bool
+    conn: AsyncConnection, by: Who, org_id: uuid.UUID, required: bool, now: datetime
 ) -> OrganizationView:
     """Turns the organization's "require two-factor sign-in for admins" on or off, as the
-    admin `user_id`. On only by an admin who has it (409 TWO_FACTOR_REQUIRED otherwise): no
-    admin locks themselves out by turning it on."""
-    if required and not await two_factor.is_enabled(conn, user_id):
+    admin `by`. On only by an admin who has it (409 TWO_FACTOR_REQUIRED otherwise): no
+    admin locks themselves out by turning it on. A change is recorded in the audit log."""
+    assert by.user_id is not None  # an admin's own setting: never the operator's
+    if required and not await two_factor.is_enabled(conn, by.user_id):
         raise Conflict(
             "Set up two-factor sign-in for yourself first: requiring it would keep you out of "
             "Org Settings",
             "TWO_FACTOR_REQUIRED",
         )
-    await conn.execute(
-        update(Organization).where(Organization.id == org_id).values(require_two_factor=required)
+    changed = await conn.execute(
+        update(Organization)
+        .where(Organization.id == org_id, Organization.require_two_factor.is_not(required))
+        .values(require_two_factor=required)
     )
+    if changed.rowcount:
+        details = {"require_two_factor": required}
+        await audit.record(
+            conn, org_id, by, "organization.updated", ("organization", org_id), now, details
+        )
     return await organization(conn, org_id)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
+from hangar.audit import service as audit
 from hangar.auth import sessions
 from hangar.foundation.metrics import RETENTION_PRUNED
 from hangar.jobs.scheduler import Done, JobRun
@@ -29,7 +30,7 @@ from hangar.webhooks.retention import Deliveries, Events, PreviousSecrets
 
 # Every table retention deletes from (and the previous secrets it erases), in the order it
 # reports them.
-TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE)
+TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE, audit.TABLE)
 
 # An invitation's row outlives its expiry (7 days after it was issued, used or not) by this
 # much. Its link answers the same 404 with or without the row, so the grace is for the people
@@ -43,7 +44,8 @@ class Pacing:
     # Deliveries per transaction, each with its attempts (one to three, more after
     # redeliveries) and redeliveries.
     deliveries: int
-    # Events, sessions or invitations per transaction: small rows with no dependants.
+    # Events, sessions, invitations or audit entries per transaction: small rows with no
+    # dependants.
     rows: int
     # Then stop until the next minute: the run ends inside its minute, so the next tick
     # never waits for it, and busy half the time while it runs, the job keeps its one
@@ -88,7 +90,8 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
     clock, engine = run.services.clock, run.services.engine
     pacing = pacing or PACING[engine.dialect.name]
     pause = sleep or partial(_until_stopping, run.stopping)
-    cutoff = run.now - timedelta(days=run.services.settings.delivery_retention_days)
+    settings = run.services.settings
+    cutoff = run.now - timedelta(days=settings.delivery_retention_days)
     deliveries = Deliveries(cutoff, pacing.deliveries)  # with their events
     turns: deque[Batches] = deque(
         (
@@ -97,6 +100,7 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
             invitations.expired(run.now - INVITATION_GRACE, pacing.rows),
             PreviousSecrets(run.now),
             delivery_log.recoveries(cutoff, pacing.rows),
+            audit.expired(run.now - timedelta(days=settings.audit_retention_days), pacing.rows),
         )
     )
     pruned = dict.fromkeys(TABLES, 0)

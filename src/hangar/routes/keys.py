@@ -29,7 +29,7 @@ async def list_keys(actor: Admin, conn: Tx, now: Now) -> Response:
 
 @router.post("", status_code=201)
 async def create_key(actor: Admin, conn: Tx, now: Now, body: NewKey) -> Response:
-    created = await key_service.create(conn, actor.org_id, actor.user_id, body, now)
+    created = await key_service.create(conn, actor.org_id, actor.who, body, now)
     return json_response(created, 201)
 
 
@@ -39,7 +39,7 @@ async def rotate_key(
 ) -> Response:
     target = path_id(key_id, API_KEY)
     rotated = await key_service.rotate(
-        conn, actor.org_id, actor.user_id, target, body or Rotation(), now
+        conn, actor.org_id, actor.who, target, body or Rotation(), now
     )
     return json_response(rotated, 201)
 
@@ -47,5 +47,5 @@ async def rotate_key(
 @router.post("/{key_id}/revoke")
 async def revoke_key(actor: Admin, conn: Tx, now: Now, key_id: str) -> Response:
     return json_response(
-        await key_service.revoke(conn, actor.org_id, path_id(key_id, API_KEY), now)
+        await key_service.revoke(conn, actor.org_id, actor.who, path_id(key_id, API_KEY), now)
     )

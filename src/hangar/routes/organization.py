@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from hangar.http.access import acting
 from hangar.http.responses import json_response
-from hangar.http.routing import ORG_PREFIX, JsonRoute, Tx
+from hangar.http.routing import ORG_PREFIX, JsonRoute, Now, Tx
 from hangar.kit.bodies import RequestBody
 from hangar.orgs import service
 from hangar.orgs.actors import Actor
@@ -29,8 +29,8 @@ async def get_organization(actor: Admin, conn: Tx) -> Response:
 
 
 @router.patch("")
-async def patch_organization(actor: Admin, conn: Tx, body: OrganizationPatch) -> Response:
+async def patch_organization(actor: Admin, conn: Tx, now: Now, body: OrganizationPatch) -> Response:
     required = body.require_two_factor
     return json_response(
-        await service.require_two_factor_of(conn, actor.user_id, actor.org_id, required)
+        await service.require_two_factor_of(conn, actor.who, actor.org_id, required, now)
     )

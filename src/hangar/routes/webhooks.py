@@ -41,7 +41,8 @@ async def list_subscriptions(actor: Admin, conn: Tx, now: Now) -> Response:
 async def create_subscription(
     services: ServicesDep, actor: Admin, conn: Tx, now: Now, body: NewSubscription
 ) -> Response:
-    return json_response(await service.create(conn, services, actor.org_id, body, now), 201)
+    made = await service.create(conn, services, actor.org_id, body, now, by=actor.who)
+    return json_response(made, 201)
 
 
 @router.get("/{sub_id}")
@@ -55,19 +56,20 @@ async def edit_subscription(
     services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str, body: SubscriptionEdit
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
-    return json_response(await service.edit(conn, services, actor.org_id, target, body, now))
+    edited = await service.edit(conn, services, actor.org_id, target, body, now, by=actor.who)
+    return json_response(edited)
 
 
 @router.delete("/{sub_id}", status_code=204)
 async def delete_subscription(actor: Admin, conn: Tx, now: Now, sub_id: str) -> Response:
-    await service.delete(conn, actor.org_id, path_id(sub_id, SUBSCRIPTION), now)
+    await service.delete(conn, actor.org_id, path_id(sub_id, SUBSCRIPTION), now, by=actor.who)
     return no_content()
 
 
 @router.post("/{sub_id}/enable")
 async def enable_subscription(actor: Admin, conn: Tx, now: Now, sub_id: str) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
-    return json_response(await service.enable(conn, actor.org_id, target, now))
+    return json_response(await service.enable(conn, actor.org_id, target, now, by=actor.who))
 
 
 # 200, not 201: the subscription keeps its id and nothing new is addressable (an API key's
@@ -83,7 +85,7 @@ async def rotate_secret(
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
     rotated = await service.rotate_secret(
-        conn, services.secret_box, actor.org_id, target, body or SecretRotation(), now
+        conn, services.secret_box, actor.org_id, target, body or SecretRotation(), now, by=actor.who
     )
     return json_response(rotated)
 
@@ -93,7 +95,7 @@ async def test_subscription(
     services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
-    delivery_id = await service.fire_test(conn, services, actor.org_id, target, now)
+    delivery_id = await service.fire_test(conn, services, actor.org_id, target, now, by=actor.who)
     return json_response({"delivery_id": str(delivery_id)}, 202)
 
 
@@ -140,7 +142,7 @@ async def redeliver(
     target = path_id(sub_id, SUBSCRIPTION)
     delivery = path_id(delivery_id, DELIVERY)
     redelivery_id = await service.redeliver(
-        conn, services, actor.org_id, target, delivery, actor.user_id, now
+        conn, services, actor.org_id, target, delivery, now, by=actor.who
     )
     return json_response({"delivery_id": str(delivery), "redelivery_id": str(redelivery_id)}, 202)
 
@@ -151,7 +153,5 @@ async def recover(
     services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str, body: RecoverBody
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
-    recovered = await service.recover(
-        conn, services, actor.org_id, target, body, actor.user_id, now
-    )
+    recovered = await service.recover(conn, services, actor.org_id, target, body, now, by=actor.who)
     return json_response(recovered.view(), 202)

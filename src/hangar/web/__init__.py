@@ -1,7 +1,7 @@
 """The HTML side of hangar: Org Settings screens and the public integrator pages.
 
 Screens call the same services as the JSON routes (accounts.service, orgs.service,
-keys.service, webhooks.service); nothing here validates or scopes on its own.
+keys.service, webhooks.service, audit.service); nothing here validates or scopes on its own.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from hangar.web import (
+    audit_log,
     changelog,
     docs,
     invitations,
@@ -31,6 +32,7 @@ for _part in (
     two_factor,
     keys,
     webhooks,
+    audit_log,
     docs,
     changelog,
 ):

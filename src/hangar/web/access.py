@@ -18,10 +18,11 @@ from fastapi import Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, Response
 
+from hangar.audit.service import Who
 from hangar.auth import passwords, sessions
 from hangar.foundation.ids import parse_id
 from hangar.http.access import set_session_cookie
-from hangar.http.routing import ServicesDep
+from hangar.http.routing import ServicesDep, client_of
 from hangar.kit.container import Services
 from hangar.orgs import actors
 from hangar.orgs.actors import MembershipView, actor_in, may
@@ -57,10 +58,18 @@ class Admin:
     # The organization's webhooks disabled now: every settings page says so in a banner,
     # linking to each, until they are enabled (or deleted).
     disabled_webhooks: tuple[DisabledView, ...] = ()
+    # Where the request came from (hangar.http.client_address): what the audit log records.
+    client_address: str | None = None
 
     @property
     def user_id(self) -> uuid.UUID:
         return self.viewer.session.user_id
+
+    @property
+    def who(self) -> Who:
+        """The admin as the audit log records them: account, email, client address."""
+        session = self.viewer.session
+        return Who.person(session.user_id, session.email, self.client_address)
 
     @property
     def csrf_token(self) -> str:
@@ -132,7 +141,7 @@ async def admin_page(request: Request, services: ServicesDep, org_id: str) -> Ad
         if ORG_SETTINGS in actor.withheld:
             raise PageExit(two_factor_first(request, viewer, org_name))
         raise PageExit(refusal(request, viewer))
-    return Admin(viewer, org_id_parsed, org_name, tuple(disabled))
+    return Admin(viewer, org_id_parsed, org_name, tuple(disabled), client_of(request))
 
 
 AdminPage = Annotated[Admin, Depends(admin_page)]

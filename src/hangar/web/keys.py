@@ -110,7 +110,7 @@ async def create_key(
     created, errors = await submit(
         NewKey,
         {"name": name, "scopes": chosen},
-        lambda body: key_service.create(conn, admin.org_id, admin.user_id, body, now),
+        lambda body: key_service.create(conn, admin.org_id, admin.who, body, now),
         "scopes",
     )
     if created is not None:
@@ -167,7 +167,7 @@ async def rotate_key(
         key = await _one(conn, admin, key_id, now)
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
     target = path_id(key_id, key_service.API_KEY)
-    rotated = await key_service.rotate(conn, admin.org_id, admin.user_id, target, body, now)
+    rotated = await key_service.rotate(conn, admin.org_id, admin.who, target, body, now)
     return _shown_once(request, services, admin, rotated["new"], old=rotated["old"], section="keys")
 
 
@@ -182,5 +182,6 @@ async def revoke_form(
 @router.post("/{key_id}/revoke")
 async def revoke_key(posted: AdminForm, conn: Tx, now: Now, key_id: str) -> Response:
     admin = posted.admin
-    await key_service.revoke(conn, admin.org_id, path_id(key_id, key_service.API_KEY), now)
+    target = path_id(key_id, key_service.API_KEY)
+    await key_service.revoke(conn, admin.org_id, admin.who, target, now)
     return redirect(f"/settings/{admin.org_id}/keys?done=revoked")

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from hangar.accounts import service as accounts
 from hangar.http.access import set_challenge_cookie
-from hangar.http.routing import ServicesDep
+from hangar.http.routing import ServicesDep, client_of
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.web.access import DoubleSubmit, chosen_password
@@ -89,7 +89,7 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
     if problem is not None:
         return again(422, problem)
     try:
-        new = await accounts.choose_new_password(services, token, password)
+        new = await accounts.choose_new_password(services, token, password, client_of(request))
     except ApiError as refused:
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts import second_factor
-from hangar.http.routing import ServicesDep, Tx
+from hangar.http.routing import Now, ServicesDep, Tx
 from hangar.kit.errors import ApiError
 from hangar.orgs import service as orgs
 from hangar.web.access import AdminPage, ViewerPage, checked_form, text
@@ -103,11 +103,11 @@ async def security_page(request: Request, admin: AdminPage, conn: Tx) -> Respons
 
 
 @router.post("/settings/{org_id}/security")
-async def security_form(request: Request, admin: AdminPage, conn: Tx) -> Response:
+async def security_form(request: Request, admin: AdminPage, conn: Tx, now: Now) -> Response:
     form = await checked_form(request, admin.csrf_token)
     wanted = text(form, "require_two_factor") == "on"
     try:
-        await orgs.require_two_factor_of(conn, admin.user_id, admin.org_id, wanted)
+        await orgs.require_two_factor_of(conn, admin.who, admin.org_id, wanted, now)
     except ApiError as refused:
         found = await orgs.security(conn, admin.org_id)
         context = admin.page(section="security", found=found, error=refused.detail)

@@ -133,7 +133,7 @@ async def create(
     created, errors = await submit(
         NewSubscription,
         values,
-        lambda body: service.create(conn, services, admin.org_id, body, now),
+        lambda body: service.create(conn, services, admin.org_id, body, now, by=admin.who),
         "events",
     )
     if created is not None:
@@ -162,7 +162,7 @@ async def edit(
     edited, errors = await submit(
         SubscriptionEdit,
         values,
-        lambda body: service.edit(conn, services, admin.org_id, target, body, now),
+        lambda body: service.edit(conn, services, admin.org_id, target, body, now, by=admin.who),
         "events",
     )
     if edited is not None:
@@ -179,7 +179,7 @@ async def delete_form(request: Request, admin: AdminPage, conn: Tx, sub_id: str)
 @router.post("/{sub_id}/delete")
 async def delete(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
     admin = posted.admin
-    await service.delete(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now)
+    await service.delete(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now, by=admin.who)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=deleted")
 
 
@@ -229,14 +229,14 @@ async def rotate_secret(
         return _rotate_form(request, admin, sub, status=422, grace=grace, errors=errors)
     target = path_id(sub_id, SUBSCRIPTION)
     box = services.secret_box
-    rotated = await service.rotate_secret(conn, box, admin.org_id, target, body, now)
+    rotated = await service.rotate_secret(conn, box, admin.org_id, target, body, now, by=admin.who)
     return render(request, "webhook_secret.html", **_page(admin, sub=rotated, rotated=True))
 
 
 @router.post("/{sub_id}/enable")
 async def enable(posted: AdminForm, conn: Tx, now: Now, sub_id: str) -> Response:
     admin = posted.admin
-    await service.enable(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now)
+    await service.enable(conn, admin.org_id, path_id(sub_id, SUBSCRIPTION), now, by=admin.who)
     return redirect(f"/settings/{admin.org_id}/webhooks?done=enabled")
 
 
@@ -246,7 +246,7 @@ async def test(
 ) -> Response:
     admin = posted.admin
     target = path_id(sub_id, SUBSCRIPTION)
-    await service.fire_test(conn, services, admin.org_id, target, now)
+    await service.fire_test(conn, services, admin.org_id, target, now, by=admin.who)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
 
 
@@ -328,7 +328,7 @@ async def redeliver(
     admin = posted.admin
     target = path_id(sub_id, SUBSCRIPTION)
     delivery = path_id(delivery_id, DELIVERY)
-    await service.redeliver(conn, services, admin.org_id, target, delivery, admin.user_id, now)
+    await service.redeliver(conn, services, admin.org_id, target, delivery, now, by=admin.who)
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=redelivered")
 
 
@@ -355,7 +355,7 @@ async def recover(
         refused = {"since": "Enter a date and time in UTC, such as 2026-05-03T10:00."}
     else:
         try:
-            await service.recover(conn, services, admin.org_id, target, body, admin.user_id, now)
+            await service.recover(conn, services, admin.org_id, target, body, now, by=admin.who)
         except ApiError as exc:
             # 404 stays the error page; a refusal of this form is shown beside it.
             if exc.status not in (409, 422):

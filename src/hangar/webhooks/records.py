@@ -34,6 +34,7 @@ from sqlalchemy import JSON, Table, bindparam, case, func, insert, literal, sele
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from hangar.audit import service as audit
 from hangar.db.base import UTCDateTime
 from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
 from hangar.webhooks import alerts
@@ -379,13 +380,23 @@ async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> list[Dis
                 update(Subscription)
                 .where(Subscription.id == sub_id, Subscription.enabled)
                 .values(_counted(runs[sub_id]))
-                .returning(Subscription.enabled, Subscription.org_id)
+                .returning(Subscription.enabled, Subscription.org_id, Subscription.disabled_at)
             )
         ).one_or_none()
         # None: it was disabled already, and is left alone.
         if row is not None and not row.enabled:
             disabled.append(Disabled(sub_id, row.org_id))
             await alerts.noted(conn, sub_id)  # the admins are told, by a notice committed with it
+            # And the audit log says hangar did it, when the fifth failure came.
+            await audit.record(
+                conn,
+                row.org_id,
+                audit.SYSTEM,
+                "webhook.disabled",
+                ("webhook", sub_id),
+                row.disabled_at,
+                {"consecutive_failures": FAILURES_BEFORE_DISABLE},
+            )
     return disabled
 
 

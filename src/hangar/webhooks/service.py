@@ -5,7 +5,9 @@ operator's resealing of every secret after a key rotation.
 Each action once, for the management API (routes/webhooks.py) and the Org Settings screens
 (web/webhooks.py) alike: one implementation, two presentations. Validation and scoping live
 here, not in either caller; the caller's request owns the transaction
-(`hangar.http.routing.Tx`) and reads the clock once (`Now`).
+(`hangar.http.routing.Tx`) and reads the clock once (`Now`). Each change is recorded in the
+audit log (`by`: who acted, from where) in that same transaction: never the secret, nor the
+URL (which may carry a credential), only its host.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from hangar.audit import service as audit
+from hangar.audit.service import Who
 from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.bodies import RequestBody
@@ -72,23 +78,86 @@ class SecretRotation(RequestBody):
     grace_hours: int = Field(DEFAULT_GRACE_HOURS, ge=0, le=MAX_GRACE_HOURS)
 
 
-# The actions the subscriptions and the delivery log already are, as they are: this layer
+# The reads the subscriptions and the delivery log already are, as they are: this layer
 # adds nothing to them.
 list_all = subs.list_subscriptions
 get = subs.get_subscription
-delete = subs.delete_subscription
-enable = subs.enable_subscription
 # The log, a page at a time (newest first), with its filters by status and event.
 deliveries = delivery_log.log_page
 log_filters = delivery_log.log_filters
 filter_problems = delivery_log.filter_problems
-# Redeliver: a finished delivery queued again, same id and event (10 per hour).
-redeliver = delivery_log.redeliver
 # The organization's subscriptions disabled now: the Org Settings banner.
 disabled = alerts.disabled_of
 # A subscription's latest Recover, and what of it still waits; the most one queues.
 latest_recovery = recovery.latest
 MAX_RECOVERED = recovery.MAX_DELIVERIES
+
+
+def _destination(url: str) -> str:
+    """Where a URL delivers, host and port: what the audit log names (a path or query may
+    hold a receiver's token)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def _described(sub: SubscriptionView) -> dict[str, Any]:
+    return {"name": sub["name"], "destination": _destination(sub["url"]), "events": sub["events"]}
+
+
+def _webhook(sub_id: uuid.UUID | str) -> tuple[audit.TargetType, uuid.UUID | str]:
+    return ("webhook", sub_id)
+
+
+async def delete(
+    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime, *, by: Who
+) -> None:
+    sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
+    await subs.delete_subscription(conn, org_id, sub_id, now)
+    await audit.record(conn, org_id, by, "webhook.deleted", _webhook(sub_id), now, _described(sub))
+
+
+async def enable(
+    conn: AsyncConnection, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime, *, by: Who
+) -> SubscriptionView:
+    """Enabled, its counter at zero; recorded when it was disabled."""
+    was = await subs.get_subscription(conn, org_id, sub_id, lock=True)
+    enabled = await subs.enable_subscription(conn, org_id, sub_id, now)
+    if not was["enabled"]:
+        details = {"name": was["name"], "disabled_at": _text(was["disabled_at"])}
+        await audit.record(conn, org_id, by, "webhook.enabled", _webhook(sub_id), now, details)
+    return enabled
+
+
+def _person(by: Who) -> uuid.UUID:
+    """The account of an admin's action that the delivery log names (who redelivered, who
+    recovered): the API's and the screens' alone, never the operator's."""
+    if by.user_id is None:
+        raise ValueError("redeliver and recover are an admin's actions, made signed in")
+    return by.user_id
+
+
+def _text(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+async def redeliver(
+    conn: AsyncConnection,
+    services: Services,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    delivery_id: uuid.UUID,
+    now: datetime,
+    *,
+    by: Who,
+) -> uuid.UUID:
+    """Redeliver: a finished delivery queued again, same id and event (10 per hour)."""
+    again = await delivery_log.redeliver(
+        conn, services, org_id, sub_id, delivery_id, _person(by), now
+    )
+    details = {"delivery_id": str(delivery_id), "redelivery_id": str(again)}
+    await audit.record(conn, org_id, by, "webhook.redelivered", _webhook(sub_id), now, details)
+    return again
 
 
 async def subscription_health(
@@ -109,15 +178,19 @@ async def recover(
     org_id: uuid.UUID,
     sub_id: uuid.UUID,
     body: RecoverBody,
-    user_id: uuid.UUID,
     now: datetime,
+    *,
+    by: Who,
 ) -> Recovered:
     """Recover: every event since `body.since` (within HANGAR_DELIVERY_RETENTION_DAYS) that the
     subscription takes and never got, queued to it, oldest first (webhooks/recovery.py)."""
     retention = services.settings.delivery_retention_days
-    return await recovery.recover(
-        conn, org_id, sub_id, body.since, user_id=user_id, now=now, retention_days=retention
+    done = await recovery.recover(
+        conn, org_id, sub_id, body.since, user_id=_person(by), now=now, retention_days=retention
     )
+    details = {"since": done.since.isoformat(), "deliveries": done.deliveries}
+    await audit.record(conn, org_id, by, "webhook.recovered", _webhook(sub_id), now, details)
+    return done
 
 
 async def recover_from(
@@ -135,8 +208,10 @@ async def create(
     org_id: uuid.UUID,
     body: NewSubscription,
     now: datetime,
+    *,
+    by: Who,
 ) -> NewSubscriptionView:
-    return await subs.create_subscription(
+    made = await subs.create_subscription(
         conn,
         org_id,
         **body.model_dump(),
@@ -145,6 +220,10 @@ async def create(
         limit=services.settings.max_subscriptions_per_org,
         now=now,
     )
+    await audit.record(
+        conn, org_id, by, "webhook.created", _webhook(made["id"]), now, _described(made)
+    )
+    return made
 
 
 async def edit(
@@ -154,11 +233,17 @@ async def edit(
     sub_id: uuid.UUID,
     body: SubscriptionEdit,
     now: datetime,
+    *,
+    by: Who,
 ) -> SubscriptionView:
     # What the body leaves out is None: unchanged.
-    return await subs.edit_subscription(
+    edited = await subs.edit_subscription(
         conn, org_id, sub_id, **body.model_dump(), resolver=services.resolver, now=now
     )
+    changed = sorted(name for name, value in body.model_dump().items() if value is not None)
+    details = {"changed": changed, **_described(edited)}
+    await audit.record(conn, org_id, by, "webhook.updated", _webhook(sub_id), now, details)
+    return edited
 
 
 async def rotate_secret(
@@ -168,16 +253,27 @@ async def rotate_secret(
     sub_id: uuid.UUID,
     body: SecretRotation,
     now: datetime,
+    *,
+    by: Who,
 ) -> NewSubscriptionView:
     """A new secret, shown once; the replaced one signs too for the body's grace. `box` seals
     it: the services' (the API, the screens) or one made from the settings (the CLI)."""
-    return await subs.rotate_secret(
+    rotated = await subs.rotate_secret(
         conn, org_id, sub_id, grace_hours=body.grace_hours, box=box, now=now
     )
+    details = {"name": rotated["name"], "grace_hours": body.grace_hours}
+    await audit.record(conn, org_id, by, "webhook.secret_rotated", _webhook(sub_id), now, details)
+    return rotated
 
 
 async def fire_test(
-    conn: AsyncConnection, services: Services, org_id: uuid.UUID, sub_id: uuid.UUID, now: datetime
+    conn: AsyncConnection,
+    services: Services,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    now: datetime,
+    *,
+    by: Who,
 ) -> uuid.UUID:
     """The Test action: queue a signed test.ping for one subscription (10 per hour); a
     disabled one gets its counter reset."""
@@ -187,7 +283,7 @@ async def fire_test(
         raise RateLimited(f"Test limit reached: {refused.label}")
     if not sub["enabled"]:
         await subs.reset_failures(conn, sub_id)
-    return await outbox.enqueue_to(
+    delivery_id = await outbox.enqueue_to(
         conn,
         org_id,
         sub_id,
@@ -195,6 +291,9 @@ async def fire_test(
         catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
         now,
     )
+    details = {"event": catalogue.TEST_PING, "delivery_id": str(delivery_id)}
+    await audit.record(conn, org_id, by, "webhook.tested", _webhook(sub_id), now, details)
+    return delivery_id
 
 
 async def reseal_secrets(

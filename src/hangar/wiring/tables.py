@@ -1,6 +1,7 @@
 """Every table, imported in one place so the metadata (and Alembic) sees them all."""
 
 from hangar.accounts.models import PasswordReset
+from hangar.audit.models import AuditEntry
 from hangar.auth.models import User, UserSession
 from hangar.db.base import Base
 from hangar.db.key_check import SecretKeyCheck
@@ -26,6 +27,7 @@ __all__ = [
     "Aircraft",
     "ApiKey",
     "Attempt",
+    "AuditEntry",
     "Base",
     "Delivery",
     "DisabledNotice",
