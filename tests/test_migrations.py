@@ -907,3 +907,61 @@ async def test_0019_adds_two_factor_off_for_everyone_and_goes_back(
             )
             assert "require_two_factor" not in columns
             assert await conn.scalar(sa.select(ORGS.c.name)) == "O"
+
+
+async def test_0020_gives_events_and_their_deliveries_their_resource_and_goes_back(
+    blank_database_url: str,
+) -> None:
+    """0020 (issue 42, the delivery log's search): an existing event whose data has a UUID
+    `id` gets it as its resource, and each of its deliveries the same; a test.ping, an id
+    that is no UUID and data that is no object get none (and fail nothing). The way back
+    drops both columns and the search's indexes, keeping the rows."""
+    url = blank_database_url
+    org, sub = new_id(), new_id()
+    squawk = uuid.uuid4()
+    datas = {
+        "squawk": f'{{"id":"{squawk}","aircraft_id":"{uuid.uuid4()}"}}',
+        "ping": '{"message":"Test delivery"}',
+        "not a uuid": '{"id":"abc"}',
+        "a number": '{"id":42}',
+        "an array": "[1,2]",
+    }
+    events = {name: new_id() for name in datas}
+    deliveries = {name: new_id() for name in datas}
+    event_table = _table("events", "id", "resource_id")
+    delivery_table = _table("webhook_deliveries", "id", "resource_id")
+    async with at_revision(url, "0019") as engine:
+        async with engine.begin() as conn:
+            for n, name in enumerate(datas):
+                for target, values in _a_delivery(deliveries[name], org, sub, events[name]):
+                    if target.name == "events":
+                        values = {**values, "data": datas[name]}
+                    if target.name in ("organizations", "webhook_subscriptions") and n:
+                        continue
+                    await conn.execute(sa.insert(target).values(**values))
+        await upgrade_async(url, "0020")
+        async with engine.connect() as conn:
+            resources = dict((await conn.execute(sa.select(event_table))).all())
+            copied = dict((await conn.execute(sa.select(delivery_table))).all())
+            indexes = await conn.run_sync(
+                lambda sync: {i["name"] for i in sa.inspect(sync).get_indexes("webhook_deliveries")}
+            )
+        assert resources == {events[name]: (squawk if name == "squawk" else None) for name in datas}
+        assert copied == {
+            deliveries[name]: (squawk if name == "squawk" else None) for name in datas
+        }
+        assert {
+            "ix_webhook_deliveries_resource",
+            "ix_webhook_deliveries_subscription_event",
+        } <= indexes
+
+        await asyncio.to_thread(command.downgrade, alembic_config(url), "0019")
+
+        async with engine.connect() as conn:
+            for table in ("events", "webhook_deliveries"):
+                columns = await conn.run_sync(
+                    lambda sync, t=table: {c["name"] for c in sa.inspect(sync).get_columns(t)}
+                )
+                assert "resource_id" not in columns
+            kept = await conn.scalar(sa.select(sa.func.count()).select_from(delivery_table))
+            assert kept == len(datas)

@@ -20,7 +20,8 @@ from hangar.wiring.tables import Base
 # The public read path's newest-first indexes: partial and ordered (DESC, NULLS LAST on
 # PostgreSQL), which the models do not describe, so only the migrations create them
 # (0001's _read_path_indexes, 0003's delivery queue and log, 0009's fair queue and
-# retention, 0010's finished deliveries of a subscription, 0016's recoveries still sending).
+# retention, 0010's finished deliveries of a subscription, 0016's recoveries still sending,
+# 0020's searches of the delivery log by resource and by event).
 MIGRATION_ONLY_INDEXES = {
     "ix_reservations_org_start_id",
     "ix_squawks_org_recent",
@@ -33,6 +34,8 @@ MIGRATION_ONLY_INDEXES = {
     "ix_webhook_deliveries_finished",
     "ix_webhook_deliveries_subscription_finished",
     "ix_webhook_deliveries_recovering",
+    "ix_webhook_deliveries_resource",
+    "ix_webhook_deliveries_subscription_event",
 }
 
 

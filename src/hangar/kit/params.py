@@ -36,6 +36,13 @@ def _aware_datetime(value: Any) -> Any:
         raise ValueError("the date-time is out of range once converted to UTC") from None
 
 
+def parse_aware_datetime(text: str) -> datetime:
+    """AwareDateTime's reading of a text, in UTC, for a value that is not a declared
+    parameter; ValueError says what is wrong in words."""
+    parsed: datetime = _aware_datetime(text)
+    return parsed
+
+
 def _strict_bool(value: Any) -> Any:
     # Exactly `true` or `false` (interfaces.md §3): not True, 1, yes or on.
     if isinstance(value, str):

@@ -56,6 +56,10 @@ class Event(Base):
     # event's transaction has committed, so in commit order (webhooks/event_log.py says
     # why); NULL until then.
     position: Mapped[int | None] = mapped_column(BigInteger)
+    # What it concerns: the id of the reservation, squawk, aircraft or MEL deferral that is
+    # its data's own `id` (outbox.resource_of); NULL when the data has none (test.ping).
+    # Each delivery copies it, for the delivery log's search (migration 0020).
+    resource_id: Mapped[uuid.UUID | None]
 
     __table_args__ = (
         Index("ix_events_org_position", "org_id", "position", unique=True),
@@ -102,6 +106,10 @@ class Delivery(Base):
     # would make SQLite copy the whole table (migration 0016), and a recovery's row is pruned
     # by age (retention) whatever still names it.
     recovery_id: Mapped[uuid.UUID | None]
+    # Its event's resource_id, copied when queued: the log's search by resource reads
+    # `ix_webhook_deliveries_resource` (subscription_id, resource_id, created_at, id), and
+    # by event `ix_webhook_deliveries_subscription_event` (migration 0020).
+    resource_id: Mapped[uuid.UUID | None]
 
 
 class Recovery(Base):

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.foundation.ids import ascending_id, new_id
+from hangar.foundation.ids import ascending_id, new_id, parse_id
 from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
 from hangar.webhooks.catalogue import ALL_EVENTS
@@ -32,6 +32,15 @@ def serialize(data: Mapping[str, Any]) -> str:
     return dumps(data).decode()
 
 
+def resource_of(data: Mapping[str, Any]) -> uuid.UUID | None:
+    """What an event concerns: its data's own `id` (the reservation's, squawk's, aircraft's,
+    MEL deferral's; flight_session.completed carries its reservation's). An `aircraft_id`
+    beside it is not the resource: the squawk is. None for data without one (test.ping).
+    The delivery log searches by it (migration 0020 gave existing events theirs)."""
+    value = data.get("id")
+    return parse_id(value) if isinstance(value, str) else None
+
+
 async def record(
     conn: AsyncConnection,
     org_id: uuid.UUID,
@@ -40,10 +49,17 @@ async def record(
     now: datetime,
 ) -> list[uuid.UUID]:
     """Records events `names` (fired in this order) sharing one `data`; returns their ids."""
-    body = serialize(data)
+    body, resource = serialize(data), resource_of(data)
     ids = [ascending_id() for _ in names]  # so the events API lists them in this order
     events = [
-        {"id": event_id, "org_id": org_id, "name": name, "data": body, "created_at": now}
+        {
+            "id": event_id,
+            "org_id": org_id,
+            "name": name,
+            "data": body,
+            "created_at": now,
+            "resource_id": resource,
+        }
         for event_id, name in zip(ids, names, strict=True)
     ]
     await conn.execute(insert(Event), events)
@@ -57,7 +73,7 @@ async def record(
         )
     ).all()
     deliveries = [
-        pending_delivery(org_id, sub.id, event_id, name, now)
+        pending_delivery(org_id, sub.id, event_id, name, now, resource)
         for event_id, name in zip(ids, names, strict=True)
         for sub in subscriptions
         if ALL_EVENTS in sub.events or name in sub.events
@@ -77,10 +93,17 @@ async def enqueue_to(
     now: datetime,
 ) -> uuid.UUID:
     """One event for one chosen subscription, whatever its list (the Test action)."""
+    resource = resource_of(data)
     event_id = await insert_new(
-        conn, Event, org_id=org_id, name=name, data=serialize(data), created_at=now
+        conn,
+        Event,
+        org_id=org_id,
+        name=name,
+        data=serialize(data),
+        created_at=now,
+        resource_id=resource,
     )
-    delivery = pending_delivery(org_id, subscription_id, event_id, name, now)
+    delivery = pending_delivery(org_id, subscription_id, event_id, name, now, resource)
     await conn.execute(insert(Delivery).values(**delivery))
     await wake_dispatchers(conn)
     delivery_id: uuid.UUID = delivery["id"]
@@ -93,8 +116,10 @@ def pending_delivery(
     event_id: uuid.UUID,
     event_name: str,
     now: datetime,
+    resource_id: uuid.UUID | None = None,
 ) -> dict[str, Any]:
-    """The row of a delivery waiting for its first attempt, due at once."""
+    """The row of a delivery waiting for its first attempt, due at once; `resource_id` is
+    its event's (what the log's search by resource finds it by)."""
     return {
         "id": new_id(),
         "org_id": org_id,
@@ -105,6 +130,7 @@ def pending_delivery(
         "attempts_made": 0,
         "next_attempt_at": now,
         "created_at": now,
+        "resource_id": resource_id,
     }
 
 

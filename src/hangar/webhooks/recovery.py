@@ -263,7 +263,7 @@ def _missed(
         Delivery.subscription_id == sub_id,
         Delivery.status.in_(_SENT_OR_SENDING),
     )
-    stmt = select(Event.id, Event.name, Event.created_at).where(
+    stmt = select(Event.id, Event.name, Event.created_at, Event.resource_id).where(
         Event.org_id == org_id,
         Event.created_at >= start,
         Event.created_at <= now,
@@ -304,7 +304,9 @@ class _Queue:
         earlier = await self._requeue(conn, due)
         fresh = [
             {
-                **outbox.pending_delivery(self._org_id, self._sub_id, e.id, e.name, self._now),
+                **outbox.pending_delivery(
+                    self._org_id, self._sub_id, e.id, e.name, self._now, e.resource_id
+                ),
                 "next_attempt_at": due[e.id],
                 "recovery_id": self._recovery_id,
             }
