@@ -112,6 +112,8 @@ GET_ROUTES = (
     "/settings/{org_id}/webhooks/{sub_id}/rotate-secret",
     "/settings/{org_id}/webhooks/{sub_id}/deliveries",
     "/docs",
+    "/docs/events.json",
+    "/docs/events/{event}.schema.json",
     "/changelog",
     "/changelog.rss",
 )
@@ -396,6 +398,7 @@ def fill(route: str, made: Fixture) -> list[str]:
         "org_id": made.org_id,
         "key_id": made.key_id,
         "sub_id": made.sub_id,
+        "event": "reservation.cancelled",
         "token": made.reset_token
         if route.startswith("/password-reset/")
         else made.invitation_token,

@@ -10,6 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from hangar import __version__
 from hangar.external.paths import PREFIX
 from hangar.external.tags import TAGS
+from hangar.external.webhooks_doc import add_webhooks
 from hangar.kit.scopes import SCOPES
 
 API_VERSION = __version__
@@ -66,4 +67,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             param["schema"] = {"type": "string"}
     # Not JSON: the route's description stays, its content is the calendar's.
     feed["responses"]["200"]["content"] = {"text/calendar": {"schema": {"type": "string"}}}
+    # What hangar sends: each event's body and headers, for receivers' generated types.
+    add_webhooks(doc)
     return doc

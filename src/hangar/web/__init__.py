@@ -12,6 +12,7 @@ from hangar.web import (
     audit_log,
     changelog,
     docs,
+    event_schemas,
     invitations,
     keys,
     login,
@@ -34,6 +35,7 @@ for _part in (
     webhooks,
     audit_log,
     docs,
+    event_schemas,
     changelog,
 ):
     router.include_router(_part.router)
