@@ -941,8 +941,8 @@ async def test_0020_gives_events_and_their_deliveries_their_resource_and_goes_ba
                     await conn.execute(sa.insert(target).values(**values))
         await upgrade_async(url, "0020")
         async with engine.connect() as conn:
-            resources = dict((await conn.execute(sa.select(event_table))).all())
-            copied = dict((await conn.execute(sa.select(delivery_table))).all())
+            resources: dict[Any, Any] = dict((await conn.execute(sa.select(event_table))).all())
+            copied: dict[Any, Any] = dict((await conn.execute(sa.select(delivery_table))).all())
             indexes = await conn.run_sync(
                 lambda sync: {i["name"] for i in sa.inspect(sync).get_indexes("webhook_deliveries")}
             )
@@ -957,11 +957,11 @@ async def test_0020_gives_events_and_their_deliveries_their_resource_and_goes_ba
 
         await asyncio.to_thread(command.downgrade, alembic_config(url), "0019")
 
+        def columns(sync: Any, table: str) -> set[str]:
+            return {c["name"] for c in sa.inspect(sync).get_columns(table)}
+
         async with engine.connect() as conn:
             for table in ("events", "webhook_deliveries"):
-                columns = await conn.run_sync(
-                    lambda sync, t=table: {c["name"] for c in sa.inspect(sync).get_columns(t)}
-                )
-                assert "resource_id" not in columns
+                assert "resource_id" not in await conn.run_sync(columns, table)
             kept = await conn.scalar(sa.select(sa.func.count()).select_from(delivery_table))
             assert kept == len(datas)

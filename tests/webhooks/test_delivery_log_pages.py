@@ -11,11 +11,9 @@ organization's; the deliveries of ours are given the four statuses in turn.
 from __future__ import annotations
 
 import html
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -26,12 +24,12 @@ from hangar.kit.container import Services
 from hangar.webhooks import catalogue, outbox
 from hangar.webhooks.models import Delivery
 from tests.fixtures.factories import Org
+from tests.fixtures.log_pages import next_link, older_link, page_ids, walk_api, walk_screen
 from tests.fixtures.webhooks import delivery_log, log_url, subscribe
 
 STATUSES = ("pending", "succeeded", "failed", "skipped")
 EVENTS = (catalogue.SQUAWK_CREATED, catalogue.RESERVATION_CREATED, catalogue.MEL_EXPIRED)
 MOMENTS = 64  # two events each: 128 deliveries per subscription
-NEXT_LINK = re.compile(r'^<(?P<url>[^>]+)>; rel="next"$')
 
 
 @dataclass(frozen=True)
@@ -83,31 +81,6 @@ async def history(services: Services, org: Org, other: Org) -> History:
     assert len(expected) == 2 * MOMENTS
     assert len(not_ours) == 4 * MOMENTS
     return History(ours, sibling, foreign, expected, not_ours)
-
-
-def _next(response: httpx.Response) -> str | None:
-    link = response.headers.get("Link")
-    if link is None:
-        return None
-    found = NEXT_LINK.match(link)
-    assert found, link
-    return found["url"]
-
-
-async def walk_api(
-    client: httpx.AsyncClient, org: Org, sub_id: uuid.UUID, **params: Any
-) -> tuple[list[str], list[str]]:
-    """Every page from the first, following Link: the ids in order, and each next link."""
-    first = await delivery_log(client, org, sub_id, **params)  # checks the body's shape
-    ids = [e["id"] for e in first]
-    response = await client.get(log_url(org, sub_id), params=params)
-    links = []
-    while (url := _next(response)) is not None:
-        links.append(url)
-        response = await client.get(url)
-        assert response.status_code == 200, response.text
-        ids += [e["id"] for e in response.json()]
-    return ids, links
 
 
 async def test_the_api_pages_through_every_delivery_newest_first_with_no_repeat_or_gap(
@@ -169,7 +142,7 @@ async def test_bad_filters_and_cursors_are_refused_never_a_500(
     assert bad_event.json()["code"] == "UNKNOWN_EVENT"
 
     first = await admin.get(url, params={"limit": 5, "status": "failed"})
-    before = parse_qs(urlsplit(_next(first) or "").query)["before"][0]
+    before = parse_qs(urlsplit(next_link(first) or "").query)["before"][0]
     refused = {
         "garbage": (url, {"before": "not-a-cursor"}),
         "altered": (url, {"status": "failed", "before": before[:-2] + "AA"}),
@@ -190,29 +163,6 @@ async def test_bad_filters_and_cursors_are_refused_never_a_500(
     )
     assert theirs.status_code == 400
     assert (await outsider.get(url, params={"status": "failed"})).status_code == 404
-
-
-def _page_ids(page: str) -> list[str]:
-    return re.findall(r'<section class="delivery" data-delivery="([^"]+)"', page)
-
-
-def _older(page: str) -> str | None:
-    found = re.search(r'href="([^"]+)" rel="next"', page)
-    return html.unescape(found[1]) if found else None
-
-
-async def walk_screen(client: httpx.AsyncClient, url: str) -> tuple[list[str], list[str]]:
-    ids: list[str] = []
-    links: list[str] = []
-    next_url: str | None = url
-    while next_url is not None:
-        page = await client.get(next_url)
-        assert page.status_code == 200, page.text
-        ids += _page_ids(page.text)
-        next_url = _older(page.text)
-        if next_url is not None:
-            links.append(next_url)
-    return ids, links
 
 
 async def test_the_screen_pages_back_with_its_filters_kept(
@@ -263,13 +213,13 @@ async def test_the_screen_refuses_bad_filters_and_links_with_a_400_page(
     assert "&#39;&lt;b&gt;lost&lt;/b&gt;&#39;" in bad.text  # escaped, as every value
     assert "&#39;squawk.eaten&#39; is not an event of the catalogue" in bad.text
     assert 'aria-invalid="true" aria-describedby="filter-status-error"' in bad.text
-    assert _page_ids(bad.text) == []
+    assert page_ids(bad.text) == []
 
     other_sub = await admin.get(f"{url.replace(str(history.ours), str(history.sibling))}")
-    stolen = _older(other_sub.text)
+    stolen = older_link(other_sub.text)
     assert stolen is not None
     refused = await admin.get(url + "?" + urlsplit(stolen).query)
     assert refused.status_code == 400
     assert "does not fit this log or these filters" in refused.text
     assert f'<a href="{url}">Show the newest deliveries</a>' in refused.text
-    assert _page_ids(refused.text) == []
+    assert page_ids(refused.text) == []

@@ -16,6 +16,8 @@ def _aware_datetime(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = _SPACE_FOR_PLUS.sub(r"+\1", value.strip())
+    if "\x00" in text:  # fromisoformat reads up to a NUL and ignores the rest
+        raise ValueError("not an ISO 8601 date-time; use a form such as 2026-05-01T09:00:00Z")
     if "T" not in text.upper() and " " not in text:
         raise ValueError(
             "a date-time with a UTC offset is required, such as 2026-05-01T09:00:00Z; "

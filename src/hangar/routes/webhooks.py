@@ -109,12 +109,16 @@ async def list_deliveries(
     limit: Annotated[int, Query(ge=1, le=200), Digits] = 50,
     status: str | None = None,
     event: str | None = None,
+    event_id: str | None = None,
+    resource_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
     before: str | None = None,
 ) -> Response:
     # The body stays the bare array (interfaces.md §4): the next page is in the Link header,
-    # as GitHub's paged lists say it.
+    # as GitHub's paged lists say it, with every filter as given.
     target = path_id(sub_id, SUBSCRIPTION)
-    filters = service.log_filters(status, event)
+    filters = service.log_filters(status, event, event_id, resource_id, since, until)
     found = await service.deliveries(
         conn, services.cursor_keys, actor.org_id, target, limit, filters, before
     )

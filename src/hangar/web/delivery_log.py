@@ -1,6 +1,7 @@
 """The delivery log's part of a subscription's page: one page of deliveries, newest first,
-filtered by status and event through a GET form, with a link to the next (older) page that
-keeps the filters, back through the whole retention window.
+filtered through a GET form (status, event, event id, resource id, queued since and until,
+in UTC), with a link to the next (older) page that keeps the filters, back through the whole
+retention window.
 
 A filter value the log does not know, or a page link altered or made for other filters, is
 refused with a 400 page that says which and keeps the form; never a 500.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -17,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import QueryParams
 
 from hangar.kit.cursor import CursorKeys
+from hangar.kit.params import parse_aware_datetime
 from hangar.web.http_text import request_text, response_text, url_changed
 from hangar.webhooks import service
 from hangar.webhooks.service import LOGGED_EVENTS, STATUSES, InvalidLogCursor, LogFilters
@@ -52,6 +55,10 @@ class LogView:
     url: str  # the log's first page, unfiltered
     status: str  # the filters as given ("" : any)
     event: str
+    event_id: str = ""
+    resource_id: str = ""
+    since: str = ""  # as its datetime-local field holds it: UTC, no offset
+    until: str = ""
     errors: dict[str, str] = field(default_factory=dict)  # by filter name
     refused: str = ""  # why the page link was refused
     deliveries: list[DeliveryView] = field(default_factory=list)
@@ -65,7 +72,8 @@ class LogView:
 
     @property
     def filtered(self) -> bool:
-        return bool(self.status or self.event)
+        searched = (self.event_id, self.resource_id, self.since, self.until)
+        return bool(self.status or self.event or any(searched))
 
     def context(self) -> dict[str, Any]:
         return {
@@ -85,6 +93,22 @@ def _link(url: str, query: dict[str, str]) -> str:
     return f"{url}?{urlencode(query)}" if query else url
 
 
+def _as_utc(typed: str) -> str:
+    """A time as the log takes it: a datetime-local field sends none, and the screens speak
+    UTC, so a time without an offset is UTC; one with an offset (a link) keeps it."""
+    try:
+        parsed = datetime.fromisoformat(typed)
+    except ValueError:
+        return typed  # refused by filter_problems, in words
+    return typed if parsed.tzinfo is not None else f"{typed}Z"
+
+
+def _field_time(text: str) -> str:
+    """A checked time as its datetime-local field shows it: UTC, to the minute or second."""
+    moment = parse_aware_datetime(text)
+    return moment.strftime("%Y-%m-%dT%H:%M" if moment.second == 0 else "%Y-%m-%dT%H:%M:%S")
+
+
 async def log_view(
     conn: AsyncConnection,
     keys: CursorKeys,
@@ -94,12 +118,28 @@ async def log_view(
     params: QueryParams,
 ) -> LogView:
     status, event = params.get("status", ""), params.get("event", "")
+    event_id = params.get("event_id", "").strip()
+    resource_id = params.get("resource_id", "").strip()
+    since = _as_utc(params.get("since", "").strip())
+    until = _as_utc(params.get("until", "").strip())
     before = params.get("before", "") or None
-    view = LogView(url=url, status=status, event=event, here_url=url)
-    view.errors = service.filter_problems(status, event)
+    view = LogView(
+        url=url,
+        status=status,
+        event=event,
+        event_id=event_id,
+        resource_id=resource_id,
+        since=params.get("since", ""),
+        until=params.get("until", ""),
+        here_url=url,
+    )
+    view.errors = service.filter_problems(status, event, event_id, resource_id, since, until)
+    for name, text in (("since", since), ("until", until)):
+        if text and name not in view.errors:
+            setattr(view, name, _field_time(text))
     if view.errors:
         return view
-    filters = LogFilters(status or None, event or None)
+    filters = LogFilters.of(status, event, event_id, resource_id, since, until)
     try:
         found = await service.deliveries(conn, keys, org_id, sub_id, PAGE_SIZE, filters, before)
     except InvalidLogCursor:

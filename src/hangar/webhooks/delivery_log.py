@@ -2,8 +2,15 @@
 
 The log reads newest first, a page at a time, back through the whole retention window: each
 page ends with a cursor of the next (older) one, sealed (kit/cursor.py) to the organization,
-the subscription and the filters (by status, by event), so it is refused anywhere else. The
-keyset is (created_at, id), the order of the subscription's index on its deliveries.
+the subscription and the filters, so it is refused anywhere else. The keyset is
+(created_at, id), the order of the subscription's index on its deliveries.
+
+Its filters, each alone or with the others: by status, by event, by event id (the
+X-Service-Event-Id), by resource (what the event concerns: its data's own `id`, the
+reservation, squawk, aircraft or MEL deferral; outbox.resource_of) and by when the delivery
+was queued (`since` inclusive, `until` exclusive). A search by event id or by resource reads
+its page in order from an index of its own (migration 0020), however long the log. An id
+that is no UUID finds nothing, as the public API's id filters do.
 
 Each attempt says in a sentence what became of it (webhooks/explain.py), what was sent (the
 headers as they went out, the signature included, and the body) and what came back (status
@@ -30,10 +37,12 @@ from sqlalchemy import Row, Select, literal, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import users
+from hangar.foundation.ids import parse_id
 from hangar.kit import cursor as cursors
 from hangar.kit.container import Services
 from hangar.kit.cursor import CursorKeys, InvalidCursor
 from hangar.kit.errors import ApiError, Conflict, NotFound, RateLimited
+from hangar.kit.params import parse_aware_datetime
 from hangar.kit.ratelimit import Limit
 from hangar.kit.rows import insert_new
 from hangar.webhooks import outbox
@@ -113,19 +122,88 @@ class DeliveryView(TypedDict):
 
 @dataclass(frozen=True)
 class LogFilters:
-    """Which deliveries the log lists; None: any."""
+    """Which deliveries the log lists; None: any. The ids and times are kept as given (the
+    page links repeat them so); `LogFilters.of` reads them."""
 
     status: str | None = None
     event: str | None = None
+    event_id: str | None = None
+    resource_id: str | None = None
+    since: str | None = None  # RFC 3339 with an offset; the queued time, inclusive
+    until: str | None = None  # exclusive
+
+    @classmethod
+    def of(
+        cls,
+        status: str | None = None,
+        event: str | None = None,
+        event_id: str | None = None,
+        resource_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> LogFilters:
+        """The filters as given, "" read as none; check them with filter_problems first."""
+        return cls(
+            status or None, event or None, event_id or None, resource_id or None,
+            since or None, until or None,
+        )  # fmt: skip
 
     def query(self, before: str | None = None) -> dict[str, str]:
         """The query parameters of a page of the log under these filters."""
-        given = {"status": self.status, "event": self.event, "before": before}
+        given = {
+            "status": self.status,
+            "event": self.event,
+            "event_id": self.event_id,
+            "resource_id": self.resource_id,
+            "since": self.since,
+            "until": self.until,
+            "before": before,
+        }
         return {name: value for name, value in given.items() if value is not None}
 
+    @property
+    def event_uuid(self) -> uuid.UUID | None:
+        return None if self.event_id is None else parse_id(self.event_id)
 
-def filter_problems(status: str | None, event: str | None) -> dict[str, str]:
-    """What is wrong with each filter value given ("" and None: no filter), by its name."""
+    @property
+    def resource_uuid(self) -> uuid.UUID | None:
+        return None if self.resource_id is None else parse_id(self.resource_id)
+
+    @property
+    def finds_nothing(self) -> bool:
+        """An id given that no id of ours can be: nothing to read."""
+        return (self.event_id is not None and self.event_uuid is None) or (
+            self.resource_id is not None and self.resource_uuid is None
+        )
+
+    @property
+    def times(self) -> tuple[datetime | None, datetime | None]:
+        """since and until in UTC; checked already (filter_problems)."""
+        return (
+            None if self.since is None else parse_aware_datetime(self.since),
+            None if self.until is None else parse_aware_datetime(self.until),
+        )
+
+
+def _time_problem(text: str) -> str | None:
+    try:
+        parse_aware_datetime(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def filter_problems(
+    status: str | None,
+    event: str | None,
+    event_id: str | None = None,
+    resource_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> dict[str, str]:
+    """What is wrong with each filter value given ("" and None: no filter), by its name. An
+    id that is no UUID is not wrong: it finds nothing (LogFilters.finds_nothing)."""
+    del event_id, resource_id  # any text is a search
     problems = {}
     if status and status not in STATUSES:
         problems["status"] = (
@@ -136,13 +214,26 @@ def filter_problems(status: str | None, event: str | None) -> dict[str, str]:
             f"{event!r} is not an event of the catalogue (nor test.ping): choose one of "
             "those listed."
         )
+    for name, text in (("since", since), ("until", until)):
+        if text and (problem := _time_problem(text)) is not None:
+            problems[name] = f"{name}: {problem}."
+    both_read = since and until and not {"since", "until"} & set(problems)
+    if both_read and parse_aware_datetime(since or "") > parse_aware_datetime(until or ""):
+        problems["until"] = "until is before since: it must be the same moment or later."
     return problems
 
 
-def log_filters(status: str | None, event: str | None) -> LogFilters:
+def log_filters(
+    status: str | None,
+    event: str | None,
+    event_id: str | None = None,
+    resource_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> LogFilters:
     """The filters as given, checked: 422 naming each bad value (UNKNOWN_EVENT when the
     event is the only one, as the events API says it; VALIDATION_ERROR otherwise)."""
-    problems = filter_problems(status, event)
+    problems = filter_problems(status, event, event_id, resource_id, since, until)
     if problems:
         code = "UNKNOWN_EVENT" if set(problems) == {"event"} else "VALIDATION_ERROR"
         raise ApiError(
@@ -151,7 +242,7 @@ def log_filters(status: str | None, event: str | None) -> LogFilters:
             " ".join(problems.values()),
             [{"loc": ["query", name], "msg": msg} for name, msg in problems.items()],
         )
-    return LogFilters(status or None, event or None)
+    return LogFilters.of(status, event, event_id, resource_id, since, until)
 
 
 @dataclass(frozen=True)
@@ -161,8 +252,20 @@ class LogPage:
 
 
 def _context(sub_id: uuid.UUID, filters: LogFilters) -> str:
-    """What a cursor is bound to, besides the organization: the log and its filters."""
-    return "\x00".join(("deliveries", str(sub_id), filters.status or "", filters.event or ""))
+    """What a cursor is bound to, besides the organization: the log and its filters, each
+    in one spelling (an id's canonical form, a time's UTC microseconds). The search's are
+    added only when given, so a cursor made before them still reads its next page."""
+    parts = ["deliveries", str(sub_id), filters.status or "", filters.event or ""]
+    since, until = filters.times
+    searched = [
+        "" if filters.event_uuid is None else str(filters.event_uuid),
+        "" if filters.resource_uuid is None else str(filters.resource_uuid),
+        "" if since is None else str(cursors.micros(since)),
+        "" if until is None else str(cursors.micros(until)),
+    ]
+    if any(searched):
+        parts += searched
+    return "\x00".join(parts)
 
 
 class InvalidLogCursor(ApiError):
@@ -201,6 +304,8 @@ async def log_page(
     """Up to `limit` deliveries, newest first, older than the cursor `before` (from the
     newest without it). 404: not this organization's subscription; InvalidLogCursor."""
     await subs.get_subscription(conn, org_id, sub_id)
+    if filters.finds_nothing:
+        return LogPage([], None)
     context = _context(sub_id, filters)
     after = _read_cursor(keys, org_id, context, before) if before else None
     # One more than asked: whether there is an older page.
@@ -237,6 +342,17 @@ def _page_query(
         stmt = stmt.where(Delivery.status == filters.status)
     if filters.event is not None:
         stmt = stmt.where(Delivery.event_name == filters.event)
+    # Read from ix_webhook_deliveries_subscription_event and ix_webhook_deliveries_resource
+    # (migration 0020): in the page's order, so a search reads no more than its page.
+    if filters.event_uuid is not None:
+        stmt = stmt.where(Delivery.event_id == filters.event_uuid)
+    if filters.resource_uuid is not None:
+        stmt = stmt.where(Delivery.resource_id == filters.resource_uuid)
+    since, until = filters.times
+    if since is not None:
+        stmt = stmt.where(Delivery.created_at >= since)
+    if until is not None:
+        stmt = stmt.where(Delivery.created_at < until)
     if after is not None:
         created_at, delivery_id = after
         stmt = stmt.where(
