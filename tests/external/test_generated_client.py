@@ -35,6 +35,7 @@ LAYOUT = {
     ("maintenance", "list_maintenance_logs"),
     ("maintenance", "list_work_orders"),
     ("events", "list_events"),
+    ("organization", "get_organization"),
 }
 
 
@@ -139,6 +140,11 @@ async def test_a_generated_client_calls_every_operation(
     assert isinstance(events.items[0], models.LoggedEvent)
     assert isinstance(events.items[0].created_at, datetime.datetime)
     assert isinstance(events.next_cursor, str)
+    organization = answers["get_organization"]
+    assert isinstance(organization, models.KeyOrganization)
+    assert organization.id == str(org.id)
+    assert isinstance(organization.key, models.CallingKey)
+    assert organization.key.prefix == org.key[:12]
     # The key carries read:members.full: the contact fields come through, typed.
     assert isinstance(answers["list_members"][0].email, str)
 

@@ -69,7 +69,7 @@ class KeyedRoute(APIRoute):
         handle = super().get_route_handler()
         quick = QuickQuery.of(self.dependant)  # the query read directly when plainly valid
         extra = self.openapi_extra or {}
-        scope: str = extra[REQUIRED_SCOPE]
+        scope: str | None = extra.get(REQUIRED_SCOPE)  # None: any valid key
         from_query = any(QUERY_KEY in scheme for scheme in extra["security"])
         missing = MISSING_TOKEN if from_query else MISSING
         lookup = self.key_lookup

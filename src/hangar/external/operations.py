@@ -82,10 +82,14 @@ class Operation(TypedDict):
     response_class: type[Response]
 
 
+# An operation any valid key may call, whatever its scopes.
+ANY_KEY = None
+
+
 def operation(
     operation_id: str,
     tag: str,
-    scope: str,
+    scope: str | None,
     model: Any,
     *,
     summary: str,
@@ -95,17 +99,23 @@ def operation(
     errors: Responses | None = None,
 ) -> Operation:
     """`operation_id` is the name generated clients give the call: set here, never derived
-    from the function's name, so renaming a function changes no client (tests pin the set)."""
+    from the function's name, so renaming a function changes no client (tests pin the set).
+    `scope`: the one the key must hold, or ANY_KEY."""
     scheme = QUERY_KEY if query_key else "bearerAuth"
+    needs = "Any valid key, whatever its scopes" if scope is None else f"Scope: `{scope}`"
+    # OpenAPI: an empty list of scopes is a requirement met by any valid credential.
+    extra: dict[str, Any] = {"security": [{scheme: [] if scope is None else [scope]}]}
+    if scope is not None:
+        extra[REQUIRED_SCOPE] = scope
     return {
         "operation_id": operation_id,
         "tags": [tag],
         "summary": summary,
-        "description": f"{description}\n\nScope: `{scope}`. {LIMITS}",
+        "description": f"{description}\n\n{needs}. {LIMITS}",
         "response_description": ok,
         # An operation's own answers first; of the common ones, those it does not redefine.
         "responses": {200: {"model": model}, **(errors or {})}
         | {status: answer for status, answer in ERRORS.items() if status not in (errors or {})},
-        "openapi_extra": {"security": [{scheme: [scope]}], REQUIRED_SCOPE: scope},
+        "openapi_extra": extra,
         "response_class": Response,
     }

@@ -1,4 +1,4 @@
-"""The public, key-authenticated API: eight GET operations under /api/v1/external (their
+"""The public, key-authenticated API: nine GET operations under /api/v1/external (their
 route class: keyed.py; their documentation: operations.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from hangar.external import calendar, tags
 from hangar.external.keyed import KeyedRoute, caller
-from hangar.external.operations import CURSOR_ERROR, EVENTS_ERRORS, operation
+from hangar.external.operations import ANY_KEY, CURSOR_ERROR, EVENTS_ERRORS, operation
 from hangar.external.paths import PREFIX
 from hangar.fleet import queries as fleet_queries
 from hangar.fleet.schemas import Aircraft
@@ -28,7 +28,7 @@ from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
 from hangar.orgs import queries as member_queries
-from hangar.orgs.schemas import Member
+from hangar.orgs.schemas import KeyOrganization, Member
 from hangar.reservations import queries as reservation_queries
 from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
@@ -324,6 +324,50 @@ async def list_events(
 
 router.add_api_route(
     "/events", list_events, methods=["GET"], route_class_override=_EventsRoute, **_EVENTS
+)
+
+
+# Who is calling, answered from the key's own statement: it also reads the organization's name.
+class _OrganizationRoute(KeyedRoute):
+    key_lookup = KeyLookup(member_queries.org_name)
+
+
+_ORGANIZATION = operation(
+    "get_organization",
+    tags.ORGANIZATION,
+    ANY_KEY,
+    KeyOrganization,
+    summary="The organization of this key",
+    description="Which organization the key belongs to, and the key itself: its prefix, "
+    "scopes and, once rotated out, when it stops working. For a partner serving many "
+    "organizations: `id` is the `X-Service-Organization` header of the organization's "
+    "webhook deliveries, so one receiver can tell them apart. Not paginated: one object.",
+    ok="The key's organization and the key",
+)
+
+
+async def get_organization(request: Request) -> Response:
+    by = caller(request)
+    row = by.key_row
+    return json_response(
+        {
+            "id": by.key.org_id,
+            "name": row[member_queries.ORG_NAME],
+            "key": {
+                "prefix": row["prefix"],
+                "scopes": row["scopes"] or [],
+                "expires_at": row["expires_at"],
+            },
+        }
+    )
+
+
+router.add_api_route(
+    "/organization",
+    get_organization,
+    methods=["GET"],
+    route_class_override=_OrganizationRoute,
+    **_ORGANIZATION,
 )
 
 

@@ -10,6 +10,7 @@ SQUAWKS = "squawks"
 MEMBERS = "members"
 MAINTENANCE = "maintenance"
 EVENTS = "events"
+ORGANIZATION = "organization"
 
 # In the order the document lists them.
 TAGS: list[dict[str, str]] = [
@@ -22,6 +23,11 @@ TAGS: list[dict[str, str]] = [
     {"name": SQUAWKS, "description": "Reported discrepancies on aircraft"},
     {"name": MEMBERS, "description": "Memberships of the organization"},
     {"name": MAINTENANCE, "description": "Maintenance log entries and work orders"},
+    {
+        "name": ORGANIZATION,
+        "description": "The organization a key belongs to, and that key: for a partner "
+        "serving many organizations",
+    },
     {
         "name": EVENTS,
         "description": "What happened, as webhooks deliver it: the log to catch up from",

@@ -52,6 +52,7 @@ class KeyLookup:
                 ApiKey.id,
                 ApiKey.org_id,
                 ApiKey.key_hash,
+                ApiKey.prefix,
                 ApiKey.scopes,
                 ApiKey.expires_at,
                 ApiKey.revoked_at,
@@ -99,20 +100,20 @@ class KeyAuthenticator:
     async def authenticate_with(
         self,
         raw_key: str | None,
-        scope: str,
+        scope: str | None,
         *,
         missing: str,
         conn: ReadConnection,
         lookup: KeyLookup,
     ) -> tuple[KeyContext, dict[str, Any]]:
         """`authenticate`, looking the key up with `lookup`: the caller, and the key's row
-        with the columns `lookup` also read."""
+        with the columns `lookup` also read. A `scope` of None: any valid key will do."""
         return await self._authenticate(
             conn, self.refuse_malformed(raw_key, missing), scope, lookup
         )
 
     async def _authenticate(
-        self, conn: ReadConnection, raw_key: str, scope: str, lookup: KeyLookup
+        self, conn: ReadConnection, raw_key: str, scope: str | None, lookup: KeyLookup
     ) -> tuple[KeyContext, dict[str, Any]]:
         services = self._services
         now = services.clock.now()
@@ -137,7 +138,7 @@ class KeyAuthenticator:
         if refused is not None:
             raise RateLimited(f"Rate limit exceeded: {refused.label} per API key")
         scopes = frozenset(row["scopes"] or ())
-        if scope not in scopes:
+        if scope is not None and scope not in scopes:
             refusal = Forbidden(f"This API key lacks the scope {scope}", "INSUFFICIENT_SCOPE")
             # RFC 6750 §3.1: the 403 names the scope the key would need.
             refusal.headers["WWW-Authenticate"] = bearer_challenge("insufficient_scope", scope)

@@ -9,10 +9,14 @@ placeholder until the person accepts.
 from __future__ import annotations
 
 import functools
+import uuid
+from typing import Any
+
+from sqlalchemy import ColumnElement, select
 
 from hangar.db.reads import Read, ReadConnection
 from hangar.kit.scoping import KeyContext, rows, scoped
-from hangar.orgs.models import Membership, Role
+from hangar.orgs.models import Membership, Organization, Role
 from hangar.orgs.schemas import FULL_SCOPE, FullMemberRow, MemberRow
 
 _COLUMNS = [
@@ -37,3 +41,14 @@ def _members(full: bool) -> Read[MemberRow]:
 
 async def members(conn: ReadConnection, key: KeyContext) -> list[MemberRow]:
     return await rows(conn, _members(FULL_SCOPE in key.scopes), key)
+
+
+ORG_NAME = "org_name"
+
+
+def org_name(org_id: ColumnElement[uuid.UUID]) -> list[ColumnElement[Any]]:
+    """The name of the organization `org_id` names, as a column another statement can carry
+    (the key's: hangar.keys.authentication.KeyLookup, for GET /organization)."""
+    return [
+        select(Organization.name).where(Organization.id == org_id).scalar_subquery().label(ORG_NAME)
+    ]

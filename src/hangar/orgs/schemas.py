@@ -57,3 +57,23 @@ class FullMemberRow(MemberRow):
     first_name: str
     last_name: str
     phone: str | None
+
+
+class CallingKey(Open):
+    prefix: str = Field(description="The key's first 12 characters, as Org Settings lists it")
+    scopes: list[str] = Field(description="What the key may read")
+    expires_at: datetime | None = Field(
+        description="When a rotated-out key stops working (its grace window); null while "
+        "it has no end"
+    )
+
+
+class KeyOrganization(Open):
+    """The organization a key belongs to, and that key (GET /organization)."""
+
+    id: str = Field(
+        description="The organization's id: the `X-Service-Organization` header "
+        "of its webhook deliveries"
+    )
+    name: str
+    key: CallingKey = Field(description="The key that made this call")
