@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from hangar.fleet.models import Aircraft
+from hangar.kit.scopes import SCOPES
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
@@ -21,6 +22,7 @@ from hangar_client import (
     Unauthorized,
     ValidationFailed,
 )
+from hangar_client.models import CallingKey, KeyOrganization
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.python_client import Harness, wire
 
@@ -165,3 +167,20 @@ async def test_errors_raise_with_the_api_code(harness: Harness, org: Org) -> Non
     assert invalid.value.code == "VALIDATION_ERROR"
     assert harness.slept == []  # none of these is retried: one request each
     assert len(harness.transport.sent) == 4
+
+
+async def test_organization_names_the_keys_organization_and_the_key(
+    api: AsyncClient, harness: Harness, client: httpx.AsyncClient, org: Org, other: Org
+) -> None:
+    mine = await api.organization()
+    assert mine == KeyOrganization(
+        id=str(org.id),
+        name=(await raw(client, org, "organization"))["name"],
+        key=CallingKey(prefix=org.key[:12], scopes=tuple(SCOPES), expires_at=None),
+    )
+    async with harness.client(await org.key_with("read:squawks")) as narrow:
+        theirs = await narrow.organization()
+    assert theirs.id == str(org.id)
+    assert theirs.key.scopes == ("read:squawks",)
+    async with harness.client(other.key) as others:
+        assert (await others.organization()).id == str(other.id)

@@ -14,6 +14,7 @@ from hangar.webhooks import catalogue, signing
 from hangar_client import (
     InvalidPayload,
     SeenDeliveries,
+    organization_of,
     parse_event,
     verify_delivery,
     verify_signature,
@@ -47,6 +48,17 @@ def test_a_real_signature_verifies_and_anything_else_does_not(clock: FakeClock) 
     assert not verify_signature(SECRET, body, header.upper())
     assert not verify_signature(SECRET, body, None)
     assert not verify_signature(SECRET, body, "sha256=ünïcode")  # no exception either
+
+
+def test_organization_of_reads_the_header_hangar_sends(clock: FakeClock) -> None:
+    body = signing.envelope("squawk.created", clock.now(), "{}")
+    sent = signing.headers(
+        "squawk.created", "d", SECRET, body, event_id="e", sent_at=clock.now(), org_id="org-7"
+    )
+    assert organization_of(sent) == "org-7"
+    assert organization_of({k.lower(): v for k, v in sent.items()}) == "org-7"  # any case
+    assert organization_of({"X-Service-Organization": "  "}) is None
+    assert organization_of({}) is None
 
 
 def test_during_a_rotation_either_secret_verifies_the_delivery(clock: FakeClock) -> None:

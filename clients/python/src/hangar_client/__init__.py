@@ -34,6 +34,7 @@ from hangar_client.models import (
     Contact,
     Event,
     EventPage,
+    KeyOrganization,
     MaintenanceLog,
     Member,
     Reservation,
@@ -42,7 +43,13 @@ from hangar_client.models import (
     WorkOrder,
 )
 from hangar_client.policy import RetryPolicy
-from hangar_client.signature import SeenDeliveries, verify_delivery, verify_signature, whsec
+from hangar_client.signature import (
+    SeenDeliveries,
+    organization_of,
+    verify_delivery,
+    verify_signature,
+    whsec,
+)
 
 __version__ = VERSION
 
@@ -68,6 +75,7 @@ __all__ = [
     "InvalidAPIKey",
     "InvalidCursor",
     "InvalidPayload",
+    "KeyOrganization",
     "MaintenanceLog",
     "Member",
     "RateLimited",
@@ -85,6 +93,7 @@ __all__ = [
     "WebhookEvent",
     "WorkOrder",
     "calendar_url",
+    "organization_of",
     "parse_event",
     "verify_delivery",
     "verify_signature",

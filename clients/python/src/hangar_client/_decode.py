@@ -28,10 +28,17 @@ _SCALARS: dict[Any, Callable[[Any], Any]] = {
 
 def parser(hint: Any) -> Callable[[Any], Any]:
     """The parser of one field's type: a scalar, a Literal (kept as the string sent: a value
-    added later must not crash old clients), `X | None`, or an open JSON object."""
+    added later must not crash old clients), `X | None`, `tuple[X, ...]` (a JSON array), a
+    nested model, or an open JSON object."""
     if hint in _SCALARS:
         return _SCALARS[hint]
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        model: type[Any] = hint
+        return lambda value: decode(model, value)
     origin = typing.get_origin(hint)
+    if origin is tuple:
+        item = parser(typing.get_args(hint)[0])
+        return lambda value: tuple(item(one) for one in _wire.array(value))
     if origin is typing.Literal:
         return _wire.string
     if origin in (typing.Union, types.UnionType):

@@ -17,6 +17,7 @@ from hangar_client.events import EventName
 from hangar_client.models import (
     Aircraft,
     EventPage,
+    KeyOrganization,
     MaintenanceLog,
     Member,
     ReservationFilters,
@@ -77,6 +78,10 @@ def reservations_page(
     _refuse_unknown(filters, ReservationFilters.__optional_keys__)
     params = _query(limit=limit, after=after, **cast(_Values, filters))
     return Call(f"{API}/reservations", lambda r: ReservationPage.from_json(r.json()), params)
+
+
+def organization() -> Call[KeyOrganization]:
+    return Call(f"{API}/organization", lambda r: decode(KeyOrganization, r.json()))
 
 
 def aircraft() -> Call[list[Aircraft]]:

@@ -58,6 +58,12 @@ def is_list(value: object) -> TypeGuard[list[Any]]:
     return isinstance(value, list)
 
 
+def array(value: Any) -> list[Any]:
+    if not is_list(value):
+        raise InvalidPayload(f"expected an array, got {type(value).__name__}")
+    return value
+
+
 def obj(value: Any) -> Json:
     if not isinstance(value, Mapping):
         raise InvalidPayload(f"expected an object, got {type(value).__name__}")

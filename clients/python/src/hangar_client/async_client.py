@@ -19,6 +19,7 @@ from hangar_client._core import USER_AGENT, Call, Core, Outcome, Retrying, Send,
 from hangar_client.events_api import AsyncEvents
 from hangar_client.models import (
     Aircraft,
+    KeyOrganization,
     MaintenanceLog,
     Member,
     Reservation,
@@ -135,6 +136,10 @@ class AsyncClient:
             if page.next_cursor is None:
                 return
             after = page.next_cursor
+
+    async def organization(self) -> KeyOrganization:
+        """The organization this client's key belongs to, and the key (any key may ask)."""
+        return await self._call(ops.organization())
 
     async def aircraft(self) -> list[Aircraft]:
         return await self._call(ops.aircraft())

@@ -18,6 +18,7 @@ from hangar_client._core import USER_AGENT, Call, Core, Outcome, Retrying, Send,
 from hangar_client.events_api import Events
 from hangar_client.models import (
     Aircraft,
+    KeyOrganization,
     MaintenanceLog,
     Member,
     Reservation,
@@ -140,6 +141,10 @@ class Client:
             if page.next_cursor is None:
                 return
             after = page.next_cursor
+
+    def organization(self) -> KeyOrganization:
+        """The organization this client's key belongs to, and the key (any key may ask)."""
+        return self._call(ops.organization())
 
     def aircraft(self) -> list[Aircraft]:
         return self._call(ops.aircraft())

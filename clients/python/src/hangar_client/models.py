@@ -128,6 +128,26 @@ class EventPage:
 
 
 @dataclass(frozen=True)
+class CallingKey:
+    """The key that made the call: its first 12 characters, its scopes and, once rotated
+    out, when it stops working."""
+
+    prefix: str
+    scopes: tuple[str, ...]
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class KeyOrganization:
+    """The organization a key belongs to. `id` is the `X-Service-Organization` header of its
+    webhook deliveries."""
+
+    id: str
+    name: str
+    key: CallingKey
+
+
+@dataclass(frozen=True)
 class Aircraft:
     id: str
     tail_number: str

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
+ORGANIZATION_HEADER = "X-Service-Organization"
 SIGNATURE_HEADER = "X-Service-Signature"
 PREVIOUS_SIGNATURE_HEADER = "X-Service-Signature-Previous"
 EVENT_HEADER = "X-Service-Event"
@@ -44,6 +45,17 @@ def whsec(secret: str) -> str:
     """The secret in the form the Standard Webhooks libraries take: they base64-decode what
     follows `whsec_`, and so key with exactly the secret's UTF-8 bytes, as hangar does."""
     return "whsec_" + base64.b64encode(secret.encode()).decode()
+
+
+def organization_of(headers: Mapping[str, str]) -> str | None:
+    """The id of the organization a delivery is for (its `X-Service-Organization` header),
+    for a receiver serving many: pick that organization's secret by it, then verify with
+    `verify_delivery`. It is not signed itself, so trust nothing else on it before that; a
+    forged one only picks a secret the signature will not match."""
+    for name, value in headers.items():
+        if name.lower() == ORGANIZATION_HEADER.lower():
+            return value.strip() or None
+    return None
 
 
 def verify_signature(secret: str, raw_body: bytes, header: str | None) -> bool:
