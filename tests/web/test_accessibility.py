@@ -202,6 +202,9 @@ async def test_every_screen_passes_axe(
             await page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
             await check("every exchange opened")
             await visit(f"{hook}/deliveries?status=failed", "filtered")
+            searched = f"resource_id={uuid.uuid4()}&since=2026-05-01T00:00&until=2026-05-05T00:00"
+            await visit(f"{hook}/deliveries?{searched}", "searched by resource and time")
+            await visit(f"{hook}/deliveries?since=soon", "a time it cannot read", 400)
             await visit(f"{hook}/deliveries?status=lost", "a filter it cannot apply", 400)
             await visit(f"{hook}/deliveries?before=not-a-cursor", "a page link it cannot read", 400)
             await visit(f"{base}/webhooks/{world.spare}/delete")
