@@ -449,3 +449,11 @@ async def test_the_screen_refuses_bad_times_with_a_400_page_that_says_which(
     assert 'aria-describedby="filter-until-error"' in backwards.text
     assert "until is before since" in backwards.text
     assert _field_value(backwards.text, "since") == "2026-03-02T00:00"
+
+
+async def test_the_docs_describe_each_search_parameter(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+    start = page.index('<ul id="delivery-log-search">')
+    section = page[start : page.index("</ul>", start)]
+    for name in ("status", "event", "event_id", "resource_id", "since", "until"):
+        assert f"<code>{name}</code>" in section, name
