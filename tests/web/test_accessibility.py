@@ -211,6 +211,9 @@ async def test_every_screen_passes_axe(
             await page.get_by_role("button", name="Yes, delete this webhook").click()
             await expect(page.get_by_role("status")).to_contain_text("deleted")
             await check("deleted")
+            await visit(f"{base}/audit-log", "the actions above, recorded")
+            await visit(f"{base}/audit-log?action=webhook.deleted&actor=operator", "filtered")
+            await visit(f"{base}/audit-log?action=nope&since=soon", "filters it refuses", 400)
 
             await visit(f"/settings/{world.member_of}/keys", "refused: not an admin", 403)
             await visit(f"{base}/webhooks/{uuid.uuid4()}/edit", "no such webhook", 404)

@@ -24,7 +24,6 @@ Action = Literal[
     "webhook.redelivered",
     "webhook.recovered",
     "member.invited",
-    "member.joined",
     "member.removed",
     "organization.updated",
     "user.reset_password_link",
