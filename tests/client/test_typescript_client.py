@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
+import html
 import json
 import os
 import re
@@ -297,3 +298,17 @@ async def test_the_script_prints_the_document_the_app_serves(
     server, without one."""
     served = (await client.get("/api/v1/external/openapi.json")).json()
     assert await document(services.settings.public_url) == served
+
+
+async def test_docs_show_the_typescript_client_beside_the_python_one(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get("/docs")
+    assert page.status_code == 200
+    text = html.unescape(page.text)
+    assert 'href="#typescript-client"' in page.text
+    assert text.index('id="python-client"') < text.index('id="typescript-client"')
+    assert "npm install ./clients/typescript" in text
+    assert "verifyDelivery(secret, body, headers)" in text
+    readme = (CLIENT / "README.md").read_text()
+    assert "npm install ./clients/typescript" in readme
