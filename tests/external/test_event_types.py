@@ -159,6 +159,8 @@ export { handled, describe, hours, instructor, status, text, confused };
     NPM is None or NPX is None,
     reason="needs npm and npx (node 20) to run the tools pinned in tests/typegen_js",
 )
+# The first run on a machine installs tests/typegen_js (`npm ci`, about 15 s here).
+@pytest.mark.timeout(300)
 async def test_typescript_types_from_the_openapi_document(document: Path, tmp_path: Path) -> None:
     tools = await asyncio.to_thread(npm_typegen)
     assert NPX is not None

@@ -99,3 +99,16 @@ async def test_served_without_authentication_and_cacheable(client: httpx.AsyncCl
         response = await client.get(path, headers={"Authorization": "Bearer svc_pk_nope"})
         assert response.status_code == 200, path
         assert "max-age" in response.headers["cache-control"], path
+
+
+async def test_docs_links_the_index_and_every_schema(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+
+    assert '<h2 id="event-schemas">Event schemas</h2>' in page
+    assert '<a href="#event-schemas">Event schemas</a>' in page
+    assert '<a href="/docs/events.json">' in page
+    for event in [*EVENT_NAMES, TEST_PING]:
+        assert f'<a href="{schema_path(event)}">' in page, event
+    # How to generate types, against this deployment's own URL.
+    assert f"npx openapi-typescript {BASE}/api/v1/external/openapi.json" in page
+    assert "--openapi-scopes schemas webhooks" in page
