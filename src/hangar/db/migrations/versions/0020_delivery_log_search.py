@@ -18,8 +18,9 @@ Both columns are nullable without a default (no table rewrite to add them). The 
 goes through each table in batches of 10,000 rows by id, each committed on its own: the
 dispatcher's claims skip a locked delivery and its updates wait for one, so no batch holds
 the queue for more than a moment (100,000 events and 200,000 deliveries: 19 s on SQLite,
-22 s on PostgreSQL, on a loaded 2-core machine). The indexes are built CONCURRENTLY on PostgreSQL, as 0009's
-were, so an install with a long history keeps delivering while they build.
+22 s on PostgreSQL, on a loaded 2-core machine). The indexes are built CONCURRENTLY on
+PostgreSQL, as 0009's were, so an install with a long history keeps delivering while they
+build.
 
 An expand step: 1.5.0's code (0016) still works on this schema; what it records during a
 rolling upgrade has no resource (found by the other filters, not by resource_id). The way back
