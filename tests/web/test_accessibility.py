@@ -74,6 +74,8 @@ def rendered(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     return names
 
 
+# Every screen, each checked by axe in a real browser: 60 s on a loaded two-core machine.
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize(
     "viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}], ids=["1280", "390"]
 )
