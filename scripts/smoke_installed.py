@@ -86,6 +86,7 @@ GET_ROUTES = (
     "/api/v1/external/maintenance-logs",
     "/api/v1/external/work-orders",
     "/api/v1/external/events",
+    "/api/v1/external/organization",
     "/api/session",
     "/api/invitations/{token}",
     "/api/orgs/{org_id}",

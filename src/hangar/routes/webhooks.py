@@ -22,6 +22,7 @@ from hangar.webhooks import service
 from hangar.webhooks.service import (
     DELIVERY,
     SUBSCRIPTION,
+    EventToTest,
     NewSubscription,
     RecoverBody,
     SecretRotation,
@@ -90,12 +91,21 @@ async def rotate_secret(
     return json_response(rotated)
 
 
+# No body, or `{}`: test.ping, as before `event` was added.
 @router.post("/{sub_id}/test", status_code=202)
-async def test_subscription(
-    services: ServicesDep, actor: Admin, conn: Tx, now: Now, sub_id: str
+async def send_test(
+    services: ServicesDep,
+    actor: Admin,
+    conn: Tx,
+    now: Now,
+    sub_id: str,
+    body: EventToTest | None = None,
 ) -> Response:
     target = path_id(sub_id, SUBSCRIPTION)
-    delivery_id = await service.fire_test(conn, services, actor.org_id, target, now, by=actor.who)
+    event = (body or EventToTest()).event
+    delivery_id = await service.fire_test(
+        conn, services, actor.org_id, target, now, by=actor.who, event=event
+    )
     return json_response({"delivery_id": str(delivery_id)}, 202)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -26,11 +27,13 @@ from hangar.web.forms import grace_hours, parse, submit
 from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
-from hangar.webhooks.catalogue import ALL_EVENTS
+from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
+from hangar.webhooks.samples import TESTABLE
 from hangar.webhooks.service import (
     DELIVERY,
     REDELIVERY_LIMITS,
     SUBSCRIPTION,
+    TEST_FIRE_LIMITS,
     NewSubscription,
     RecoverBody,
     SecretRotation,
@@ -246,8 +249,10 @@ async def test(
 ) -> Response:
     admin = posted.admin
     target = path_id(sub_id, SUBSCRIPTION)
-    await service.fire_test(conn, services, admin.org_id, target, now, by=admin.who)
-    return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=test")
+    event = posted.text("event") or TEST_PING
+    await service.fire_test(conn, services, admin.org_id, target, now, by=admin.who, event=event)
+    query = urlencode({"done": "test", "event": event})
+    return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?{query}")
 
 
 class RecoverForm(TypedDict):
@@ -309,6 +314,9 @@ async def _deliveries_page(
             duration_words=duration_words,
             percent_words=percent_words,
             done=request.query_params.get("done", "") if status == 200 else "",
+            testable=TESTABLE,
+            tested=_tested(request.query_params.get("event")),
+            test_limit=TEST_FIRE_LIMITS[0].label,
             redelivery_limit=REDELIVERY_LIMITS[0].label,
             recover=recover,
             recovery=await service.latest_recovery(conn, target),
@@ -319,6 +327,11 @@ async def _deliveries_page(
             **shown,
         ),
     )
+
+
+def _tested(event: str | None) -> str:
+    """The event the last Test sent, as its redirect names it (one the page offers only)."""
+    return event if event in TESTABLE else TEST_PING
 
 
 @router.post("/{sub_id}/deliveries/{delivery_id}/redeliver")

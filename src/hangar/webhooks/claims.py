@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.base import UTCDateTime
 from hangar.db.reads import Read
+from hangar.webhooks.catalogue import TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 from hangar.webhooks.queue import (
     DESTINATION_MAX_IN_FLIGHT,
@@ -68,6 +69,8 @@ class Claimed:
     deleted: bool
     data: str
     event_at: datetime  # when the event was recorded: the first attempt's delay is from then
+    # A delivery of the Test action (its event is recorded as test.ping, whatever it sends).
+    is_test: bool
 
 
 def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
@@ -91,6 +94,7 @@ def _with_what_attempts_need(deliveries: Any) -> Select[Any]:
             Subscription.deleted_at.is_not(None).label("deleted"),
             Event.data,
             Event.created_at.label("event_at"),
+            (Event.name == TEST_PING).label("is_test"),
         )
         .select_from(deliveries)
         .join(Event, Event.id == deliveries.c.event_id)

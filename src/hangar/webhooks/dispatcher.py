@@ -289,7 +289,7 @@ class Dispatcher:
             self.kick()  # nothing was recorded, so nothing refilled its slot
 
     async def attempt(self, delivery: Claimed) -> None:
-        is_test = delivery.event_name == TEST_PING
+        is_test = delivery.is_test
         if delivery.deleted or (not delivery.enabled and not is_test):
             # Disabled: skipped, and never replayed when the subscription is enabled again.
             now = self._clock.now()
@@ -318,6 +318,7 @@ class Dispatcher:
             sent_at=started_at,
             previous_secret=previous,
             org_id=str(delivery.org_id),
+            test=is_test,
         )
         with ATTEMPTS_IN_PROGRESS.track_inprogress():
             result = await self._sender.post(delivery.url, sent, body)

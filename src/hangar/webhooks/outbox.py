@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.foundation.ids import ascending_id, new_id, parse_id
 from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
-from hangar.webhooks.catalogue import ALL_EVENTS
+from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 
 NOTIFY_CHANNEL = "hangar_deliveries"
@@ -92,13 +92,16 @@ async def enqueue_to(
     data: Mapping[str, Any],
     now: datetime,
 ) -> uuid.UUID:
-    """One event for one chosen subscription, whatever its list (the Test action)."""
+    """A Test delivery to one chosen subscription, whatever its list: test.ping or a sample
+    of the event `name`. Its event row is recorded as test.ping whatever it sends, so no
+    Test is ever an event of the log (the events API, Recover) nor fans out; its delivery
+    names what it sends, as the X-Service-Event header and the envelope say it."""
     resource = resource_of(data)
     event_id = await insert_new(
         conn,
         Event,
         org_id=org_id,
-        name=name,
+        name=TEST_PING,
         data=serialize(data),
         created_at=now,
         resource_id=resource,

@@ -27,9 +27,18 @@ from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.bodies import RequestBody
 from hangar.kit.container import WEBHOOK_SECRETS, Services, webhook_secret_box
-from hangar.kit.errors import RateLimited
+from hangar.kit.errors import ApiError, RateLimited
 from hangar.kit.ratelimit import Limit
-from hangar.webhooks import alerts, catalogue, delivery_log, health, outbox, recovery, resealing
+from hangar.webhooks import (
+    alerts,
+    catalogue,
+    delivery_log,
+    health,
+    outbox,
+    recovery,
+    resealing,
+    samples,
+)
 from hangar.webhooks import subscriptions as subs
 
 # What the routes and the screens name besides the actions: the 404s' words, the views they
@@ -266,6 +275,13 @@ async def rotate_secret(
     return rotated
 
 
+class EventToTest(RequestBody):
+    """The Test action's body: `event`, one of the 13 events to send a sample of, or
+    test.ping (the default, also with no body)."""
+
+    event: str = catalogue.TEST_PING
+
+
 async def fire_test(
     conn: AsyncConnection,
     services: Services,
@@ -274,24 +290,27 @@ async def fire_test(
     now: datetime,
     *,
     by: Who,
+    event: str = catalogue.TEST_PING,
 ) -> uuid.UUID:
-    """The Test action: queue a signed test.ping for one subscription (10 per hour); a
-    disabled one gets its counter reset."""
+    """The Test action: queue a signed test.ping, or a sample of `event`, for one
+    subscription (10 per hour, whatever it sends); a disabled one gets its counter reset."""
+    if event not in samples.TESTABLE:
+        message = f"{event!r} is not an event of the catalogue (nor test.ping)"
+        raise ApiError(
+            422,
+            "UNKNOWN_EVENT",
+            f"Unknown event: {message}",
+            [{"loc": ["body", "event"], "msg": message}],
+        )
     sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
     refused = await services.limiter.hit(f"test-fire:{sub_id}", TEST_FIRE_LIMITS, now)
     if refused is not None:
         raise RateLimited(f"Test limit reached: {refused.label}")
     if not sub["enabled"]:
         await subs.reset_failures(conn, sub_id)
-    delivery_id = await outbox.enqueue_to(
-        conn,
-        org_id,
-        sub_id,
-        catalogue.TEST_PING,
-        catalogue.ping(f"Test delivery to {sub['name']} from hangar"),
-        now,
-    )
-    details = {"event": catalogue.TEST_PING, "delivery_id": str(delivery_id)}
+    data = samples.sample(event, now, ping=f"Test delivery to {sub['name']} from hangar")
+    delivery_id = await outbox.enqueue_to(conn, org_id, sub_id, event, data, now)
+    details = {"event": event, "delivery_id": str(delivery_id)}
     await audit.record(conn, org_id, by, "webhook.tested", _webhook(sub_id), now, details)
     return delivery_id
 

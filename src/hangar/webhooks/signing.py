@@ -73,6 +73,9 @@ def standard_signature(secret: str, message_id: str, timestamp: int, body: bytes
     return "v1," + base64.b64encode(digest).decode()
 
 
+TEST_HEADER = "X-Service-Test"
+
+
 def headers(
     event: str,
     delivery_id: str,
@@ -83,12 +86,15 @@ def headers(
     sent_at: datetime,
     previous_secret: str | None = None,
     org_id: str | None = None,
+    test: bool = False,
 ) -> dict[str, str]:
     """Every delivery's headers. `sent_at` is the instant the envelope's `delivered_at` says
     (each attempt's own), so the signed timestamp and the body agree. `previous_secret` is
     the one a rotation replaced, while its grace lasts: it signs beside `secret`. `org_id`,
     the organization the delivery is for (the dispatcher always gives it): a partner serving
-    many organizations routes by it, before choosing the secret to verify with."""
+    many organizations routes by it, before choosing the secret to verify with. `test`: a
+    delivery of the Test action (test.ping or a sample), marked so a receiver can tell it
+    from the real thing."""
     timestamp = unix_seconds(sent_at)
     signatures = [standard_signature(secret, delivery_id, timestamp, body)]
     sent = {
@@ -106,6 +112,7 @@ def headers(
         # The id the events API lists it under: a consumer of both drops duplicates by it.
         "X-Service-Event-Id": event_id,
         **({"X-Service-Organization": org_id} if org_id is not None else {}),
+        **({TEST_HEADER: "true"} if test else {}),
         "webhook-id": delivery_id,
         "webhook-timestamp": str(timestamp),
         # The new secret's first: a verifier tries each in turn.
