@@ -23,7 +23,7 @@ from hangar.http.responses import json_response
 from hangar.http.routing import services_of
 from hangar.keys.authentication import KeyLookup
 from hangar.kit import cursor
-from hangar.kit.errors import ApiError, Forbidden
+from hangar.kit.errors import Forbidden
 from hangar.kit.params import AwareDateTime, Digits, StrictBool
 from hangar.maintenance import queries as maintenance_queries
 from hangar.maintenance.schemas import MaintenanceLog, WorkOrder, WorkOrderStatus
@@ -34,7 +34,7 @@ from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
 from hangar.squawks.schemas import Squawk, SquawkStatus
 from hangar.webhooks import event_log
-from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE
+from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE, unknown_event
 from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
@@ -278,13 +278,7 @@ async def list_events(
     names = sorted(set(event or ()))
     unknown = [name for name in names if name not in EVENT_NAMES]
     if unknown:
-        message = f"{unknown[0]!r} is not an event name of the catalogue"
-        raise ApiError(
-            422,
-            "UNKNOWN_EVENT",
-            f"Unknown event: {message}",
-            [{"loc": ["query", "event"], "msg": message}],
-        )
+        raise unknown_event(unknown[0], ["query", "event"])
     scopes = by.key.scopes
     readable = tuple(name for name in EVENT_NAMES if READ_SCOPE[name] in scopes)
     refused = [name for name in names if name not in readable]

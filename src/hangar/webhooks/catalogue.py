@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any, Literal, TypedDict, overload
 
+from hangar.kit.errors import ApiError
+
 SQUAWK_CREATED = "squawk.created"
 SQUAWK_RESOLVED = "squawk.resolved"
 SQUAWK_ESCALATED = "squawk.escalated"
@@ -61,6 +63,17 @@ ALL_EVENTS = "*"
 TEST_PING = "test.ping"
 
 Row = Mapping[str, Any]
+
+
+def unknown_event(
+    name: str, loc: list[str], *, what: str = "an event name of the catalogue"
+) -> ApiError:
+    """The 422 UNKNOWN_EVENT for `name`, given where it was read (`loc`, as validation errors
+    say it) and what it should have been."""
+    message = f"{name!r} is not {what}"
+    return ApiError(
+        422, "UNKNOWN_EVENT", f"Unknown event: {message}", [{"loc": loc, "msg": message}]
+    )
 
 
 # The `data` of each event, as the spec's Event catalogue lists it. Keys in the spec's order:

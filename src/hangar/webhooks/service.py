@@ -27,7 +27,7 @@ from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.bodies import RequestBody
 from hangar.kit.container import WEBHOOK_SECRETS, Services, webhook_secret_box
-from hangar.kit.errors import ApiError, RateLimited
+from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
 from hangar.webhooks import (
     alerts,
@@ -295,13 +295,8 @@ async def fire_test(
     """The Test action: queue a signed test.ping, or a sample of `event`, for one
     subscription (10 per hour, whatever it sends); a disabled one gets its counter reset."""
     if event not in samples.TESTABLE:
-        message = f"{event!r} is not an event of the catalogue (nor test.ping)"
-        raise ApiError(
-            422,
-            "UNKNOWN_EVENT",
-            f"Unknown event: {message}",
-            [{"loc": ["body", "event"], "msg": message}],
-        )
+        what = "an event of the catalogue (nor test.ping)"
+        raise catalogue.unknown_event(event, ["body", "event"], what=what)
     sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
     refused = await services.limiter.hit(f"test-fire:{sub_id}", TEST_FIRE_LIMITS, now)
     if refused is not None:
