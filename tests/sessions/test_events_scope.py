@@ -13,6 +13,7 @@ from tests.fixtures.event_log import page, record
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.pages import page_csrf
+from tests.fixtures.shown_once import follow
 
 KEY = re.compile(r'value="(svc_pk_[A-Za-z0-9_-]{43})"')
 EVENTS = "/api/v1/external/events"
@@ -65,8 +66,11 @@ async def test_the_screens_offer_it_and_make_and_rotate_a_key_with_it(
     assert "each only with the scope that reads what it concerns" in form.text
     token = await page_csrf(admin, screen(org, "/new"))
     scopes = ["read:events", "read:squawks"]
-    shown = await admin.post(
-        screen(org, "/new"), data={"csrf_token": token, "name": "sync", "scopes": scopes}
+    shown = await follow(
+        admin,
+        await admin.post(
+            screen(org, "/new"), data={"csrf_token": token, "name": "sync", "scopes": scopes}
+        ),
     )
     match = KEY.search(shown.text)
     assert match is not None, shown.text
@@ -77,8 +81,11 @@ async def test_the_screens_offer_it_and_make_and_rotate_a_key_with_it(
         k["id"] for k in (await admin.get(keys_url(org))).json() if k["prefix"] == key[:12]
     )
     token = await page_csrf(admin, screen(org, f"/{key_id}/rotate"))
-    rotated = await admin.post(
-        screen(org, f"/{key_id}/rotate"), data={"csrf_token": token, "grace_hours": "1"}
+    rotated = await follow(
+        admin,
+        await admin.post(
+            screen(org, f"/{key_id}/rotate"), data={"csrf_token": token, "grace_hours": "1"}
+        ),
     )
     match = KEY.search(rotated.text)
     assert match is not None

@@ -11,7 +11,7 @@ import re
 
 import httpx
 from gidgethub.sansio import validate_event
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.webhooks.models import Subscription
@@ -28,6 +28,12 @@ async def _api(live: LiveServer, path: str, key: str) -> int:
     async with httpx.AsyncClient(base_url=live.url) as http:
         response = await http.get(path, headers={"Authorization": f"Bearer {key}"})
         return response.status_code
+
+
+async def _subscriptions(engine: AsyncEngine, org: Org) -> int:
+    async with engine.connect() as conn:
+        query = select(func.count()).where(Subscription.org_id == org.id)
+        return int((await conn.execute(query)).scalar_one())
 
 
 async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
@@ -139,6 +145,12 @@ async def test_an_admin_manages_keys_and_webhooks_in_the_browser(
             await expect(page.get_by_text("It will not be shown again")).to_be_visible()
             secret = await page.locator("#secret").input_value()
             assert re.fullmatch(r"[0-9a-f]{64}", secret)
+            assert secret not in page.url
+            # Reload the page that shows it (issue 42): no second webhook, and no secret.
+            await page.reload()
+            await expect(page.get_by_text("was shown once")).to_be_visible()
+            await expect(page.locator("body")).not_to_contain_text(secret)
+            assert await _subscriptions(engine, org) == 1
             await page.get_by_role("link", name="back to webhooks").click()
             hook_row = page.locator('tr[data-webhook="Ops"]')
             await expect(hook_row).to_contain_text("Enabled")

@@ -86,6 +86,12 @@ async def test_an_admin_rotates_a_webhook_secret_on_a_phone(
                 "The previous secret also signs every delivery until"
             )
             await fits(page, "new secret")
+            # Reload it (issue 42): no second rotation (the signatures below are by `new`
+            # and `old`), and the secret is not shown again.
+            await page.reload()
+            await expect(page.get_by_text("was shown once")).to_be_visible()
+            await expect(page.locator("body")).not_to_contain_text(new)
+            await fits(page, "secret shown once")
 
             await page.get_by_role("link", name="back to webhooks").click()
             row = page.locator('tr[data-webhook="Ops"]')

@@ -1,12 +1,14 @@
 """/settings/{org_id}/keys: list, create, rotate and revoke API keys.
 
-The full key exists only in the response to the POST that made it: it is rendered there
-and never put in a URL, a redirect or a log line. Everything else redirects (303) so that
-a reload does not repeat an action.
+Every action answers with a redirect (303), so a reload never repeats it. Creating or
+rotating a key redirects to the key's one-time view, `/{key_id}/shown`, which shows the full
+key once: it is carried there sealed in a short-lived cookie (web.shown_once), never in a
+URL or a log line, and a reload of the view shows no key.
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +22,7 @@ from hangar.keys import service as key_service
 from hangar.keys.service import KeyView, NewKey, NewKeyView, Rotation
 from hangar.kit.container import Services
 from hangar.kit.scopes import SCOPES
+from hangar.web import shown_once
 from hangar.web.access import Admin, AdminForm, AdminPage
 from hangar.web.forms import grace_hours, submit
 from hangar.web.pages import PageRoute, redirect, render
@@ -42,20 +45,18 @@ def feed_url(services: Services, key: str, scopes: list[str]) -> str | None:
     return f"{base}{FEED_PATH}?token={key}"
 
 
-def _shown_once(
-    request: Request, services: Services, admin: Admin, new: NewKeyView, **context: Any
+def _shown_path(admin: Admin, key_id: str | uuid.UUID) -> str:
+    return f"/settings/{admin.org_id}/keys/{key_id}/shown"
+
+
+def _to_shown(
+    services: Services, admin: Admin, new: NewKeyView, old: KeyView | None = None
 ) -> Response:
-    return render(
-        request,
-        "key_shown.html",
-        **admin.page(
-            new=new,
-            feed_url=feed_url(services, new["key"], new["scopes"]),
-            public_url=services.settings.public_url.rstrip("/"),
-            status_words=STATUS_WORDS,
-            **context,
-        ),
-    )
+    """The answer to a create or a rotation, once it has committed: to the new key's one-time
+    view, the key (and the key it replaced) handed over in its cookie."""
+    held = {"key": new["key"], "old": old["id"] if old else None}
+    view = _shown_path(admin, new["id"])
+    return shown_once.hand_over(services, admin.viewer.session, view, held)
 
 
 @router.get("")
@@ -114,7 +115,7 @@ async def create_key(
         "scopes",
     )
     if created is not None:
-        return _shown_once(request, services, admin, created, section="keys")
+        return _to_shown(services, admin, created)
     return _new_form(request, admin, status=422, name=name, chosen=chosen, errors=errors)
 
 
@@ -168,7 +169,32 @@ async def rotate_key(
         return _rotate_form(request, admin, key, status=422, grace=grace, errors=errors)
     target = path_id(key_id, key_service.API_KEY)
     rotated = await key_service.rotate(conn, admin.org_id, admin.who, target, body, now)
-    return _shown_once(request, services, admin, rotated["new"], old=rotated["old"], section="keys")
+    return _to_shown(services, admin, rotated["new"], rotated["old"])
+
+
+@router.get("/{key_id}/shown")
+async def shown(
+    request: Request, services: ServicesDep, admin: AdminPage, conn: Tx, now: Now, key_id: str
+) -> Response:
+    """A new or rotated key's one-time view: the key on the first visit after its action's
+    redirect, by this session; afterwards (a reload, Back, another session) that it was
+    shown once, and no key."""
+    key = await _one(conn, admin, key_id, now)  # another organization's key: 404
+    view = _shown_path(admin, key["id"])
+    held = shown_once.take(request, services, admin.viewer.session, view) or {}
+    given, old_id = held.get("key"), held.get("old")
+    context: dict[str, Any] = {"key": key, "status_words": STATUS_WORDS, "section": "keys"}
+    if isinstance(given, str):
+        new = NewKeyView(**key, key=given)
+        if isinstance(old_id, str):
+            context["old"] = await key_service.get(conn, admin.org_id, uuid.UUID(old_id), now)
+        context |= {
+            "new": new,
+            "feed_url": feed_url(services, given, new["scopes"]),
+            "public_url": services.settings.public_url.rstrip("/"),
+        }
+    page = render(request, "key_shown.html", **admin.page(**context))
+    return shown_once.forget(page, services, view)
 
 
 @router.get("/{key_id}/revoke")

@@ -3,8 +3,10 @@ codes are left, turn it off), and /settings/{org_id}/security: an organization's
 two-factor sign-in for admins". The actions are accounts/second_factor.py's and
 orgs/service.py's, as the session API's.
 
-The recovery codes exist only in the answer to the form that turned it on: rendered there,
-never put in a URL or a log line.
+Every form answers with a redirect (303), so a reload never repeats it. Turning it on
+redirects to the recovery codes' one-time view, which shows them once: they are carried
+there sealed in a short-lived cookie (web.shown_once), never in a URL or a log line, and a
+reload of the view shows none.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from hangar.accounts import second_factor
 from hangar.http.routing import Now, ServicesDep, Tx
 from hangar.kit.errors import ApiError
 from hangar.orgs import service as orgs
+from hangar.web import shown_once
 from hangar.web.access import AdminPage, ViewerPage, checked_form, text
 from hangar.web.pages import PageRoute, redirect, render
 
 router = APIRouter(route_class=PageRoute)
 PAGE = "/settings/two-factor"
+CODES = f"{PAGE}/recovery-codes"
 
 
 def _page(
@@ -72,13 +76,24 @@ async def confirm(request: Request, services: ServicesDep, viewer: ViewerPage) -
         page = _page(request, viewer, status, error=error)
         page.headers.update(refused.headers)
         return page
-    return render(
+    return shown_once.hand_over(services, viewer.session, CODES, {"codes": codes})
+
+
+@router.get(CODES)
+async def recovery_codes(request: Request, services: ServicesDep, viewer: ViewerPage) -> Response:
+    """The recovery codes' one-time view: the codes on the first visit after turning
+    two-factor sign-in on, by this session; afterwards that they were shown once."""
+    held = shown_once.take(request, services, viewer.session, CODES) or {}
+    codes = held.get("codes")
+    shown = codes if isinstance(codes, list) and all(isinstance(c, str) for c in codes) else []
+    page = render(
         request,
         "two_factor_codes.html",
         viewer=viewer,
         csrf_token=viewer.session.csrf_token,
-        recovery_codes=codes,
+        recovery_codes=shown,
     )
+    return shown_once.forget(page, services, CODES)
 
 
 @router.post(f"{PAGE}/off")

@@ -3,12 +3,15 @@ with the subscription's health above it, Redeliver, and Recover (the page's `#re
 
 Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
-concern. The secret exists in plain text only in the response to the POST that made it
-(creating the subscription, or rotating its secret).
+concern. Every action answers with a redirect (303), so a reload never repeats it: creating
+a subscription or rotating its secret redirects to its one-time view, `/{sub_id}/shown`,
+which shows the secret once. It is carried there sealed in a short-lived cookie
+(web.shown_once), never in a URL, and a reload of the view shows no secret.
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 from urllib.parse import urlencode
@@ -20,6 +23,7 @@ from starlette.responses import Response
 from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
+from hangar.web import shown_once
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
 from hangar.web.delivery_log import log_view
 from hangar.web.events import EVENTS
@@ -29,12 +33,14 @@ from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
 from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
 from hangar.webhooks.samples import TESTABLE
+from hangar.webhooks.secrets import whsec_form
 from hangar.webhooks.service import (
     DELIVERY,
     REDELIVERY_LIMITS,
     SUBSCRIPTION,
     TEST_FIRE_LIMITS,
     NewSubscription,
+    NewSubscriptionView,
     RecoverBody,
     SecretRotation,
     SubscriptionEdit,
@@ -140,8 +146,42 @@ async def create(
         "events",
     )
     if created is not None:
-        return render(request, "webhook_secret.html", **_page(admin, sub=created))
+        return _to_shown(services, admin, created, rotated=False)
     return _form(request, admin, status=422, values=values, errors=errors)
+
+
+def _shown_path(admin: Admin, sub_id: str | uuid.UUID) -> str:
+    return f"/settings/{admin.org_id}/webhooks/{sub_id}/shown"
+
+
+def _to_shown(
+    services: Services, admin: Admin, made: NewSubscriptionView, *, rotated: bool
+) -> Response:
+    """The answer to a create or a rotation, once it has committed: to the subscription's
+    one-time view, the new secret handed over in its cookie."""
+    held = {"secret": made["secret"], "rotated": rotated}
+    view = _shown_path(admin, made["id"])
+    return shown_once.hand_over(services, admin.viewer.session, view, held)
+
+
+@router.get("/{sub_id}/shown")
+async def shown(
+    request: Request, services: ServicesDep, admin: AdminPage, conn: Tx, sub_id: str
+) -> Response:
+    """A new subscription's, or a rotation's, one-time view: the signing secret on the first
+    visit after the action's redirect, by this session; afterwards (a reload, Back, another
+    session) that it was shown once, and no secret."""
+    sub = await _one(conn, admin, sub_id)  # another organization's subscription: 404
+    view = _shown_path(admin, sub["id"])
+    held = shown_once.take(request, services, admin.viewer.session, view) or {}
+    secret = held.get("secret")
+    if isinstance(secret, str):
+        new = NewSubscriptionView(**sub, secret=secret, secret_whsec=whsec_form(secret))
+        context = _page(admin, sub=new, rotated=held.get("rotated") is True)
+    else:
+        context = _page(admin, sub=sub, gone=True)
+    page = render(request, "webhook_secret.html", **context)
+    return shown_once.forget(page, services, view)
 
 
 async def _one(
@@ -233,7 +273,7 @@ async def rotate_secret(
     target = path_id(sub_id, SUBSCRIPTION)
     box = services.secret_box
     rotated = await service.rotate_secret(conn, box, admin.org_id, target, body, now, by=admin.who)
-    return render(request, "webhook_secret.html", **_page(admin, sub=rotated, rotated=True))
+    return _to_shown(services, admin, rotated, rotated=True)
 
 
 @router.post("/{sub_id}/enable")
