@@ -98,6 +98,7 @@ GET_ROUTES = (
     "/api/orgs/{org_id}/audit-log",
     "/static/{name}",
     "/login",
+    "/login/two-factor",
     "/invitations/{token}",
     "/password-reset/{token}",
     "/settings",

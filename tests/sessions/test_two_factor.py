@@ -21,7 +21,7 @@ from hangar.auth.two_factor import CHALLENGE_COOKIE
 from hangar.kit.container import Services
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
-from tests.fixtures.pages import csrf_in, password_form
+from tests.fixtures.pages import csrf_in, login_form, password_form
 from tests.fixtures.sign_ins import PASSWORD
 
 ENROL = "/api/session/two-factor"
@@ -277,6 +277,50 @@ async def test_an_organization_can_require_it_of_its_admins(
         assert bad.status_code == 422
 
 
+async def test_the_sign_in_form_redirects_to_the_code_page(
+    services: Services, person: str, clock: FakeClock
+) -> None:
+    """The right password of an account with two-factor sign-in answers 303 to the code's
+    page (issue 42): a reload of that page asks for the code again and sends no password."""
+    app, _ = await turned_on(services, person, clock)
+    async with browser(services) as c:
+        form = await c.get("/login?next=/settings/two-factor")
+        filled = login_form(form.text, person, PASSWORD, next="/settings/two-factor")
+        asked = await c.post("/login", data=filled)
+        assert asked.status_code == 303
+        code_page = asked.headers["location"]
+        assert code_page == "/login/two-factor?next=%2Fsettings%2Ftwo-factor"
+        assert CHALLENGE_COOKIE in c.cookies
+        assert "hangar_session" not in c.cookies
+        for _ in range(2):  # the page, and its reload
+            page = await c.get(code_page)
+            assert page.status_code == 200
+            assert page.headers["cache-control"] == "no-store"
+            assert "Authentication code or recovery code" in page.text
+            assert 'name="next" value="/settings/two-factor"' in page.text
+        verified = await c.post(
+            "/login/two-factor",
+            data={
+                "csrf_token": csrf_in(page.text),
+                "code": app.at(clock.now()),
+                "next": "/settings/two-factor",
+            },
+        )
+        assert verified.status_code == 303
+        assert verified.headers["location"] == "/settings/two-factor"
+        assert (await c.get("/api/session")).status_code == 200
+    # No sign-in waiting (never begun, or done): the code's page sends to the password.
+    async with browser(services) as c:
+        for path, back in [
+            ("/login/two-factor", "/login"),
+            ("/login/two-factor?next=/settings/x", "/login?next=/settings/x"),
+            ("/login/two-factor?next=https://evil.example/", "/login"),
+        ]:
+            away = await c.get(path)
+            assert away.status_code == 303
+            assert away.headers["location"] == back
+
+
 async def test_a_recovery_link_sets_the_password_but_the_code_is_still_asked(
     services: Services, person: str, clock: FakeClock
 ) -> None:
@@ -290,6 +334,10 @@ async def test_a_recovery_link_sets_the_password_but_the_code_is_still_asked(
         chosen = await c.post(
             f"/password-reset/{reset.token}", data=password_form(page.text, "a new password")
         )
+        # To the code's page (issue 42: a reload asks for the code, it sends nothing again).
+        assert chosen.status_code == 303
+        assert chosen.headers["location"] == "/login/two-factor?next=%2Fsettings"
+        chosen = await c.get(chosen.headers["location"])
         assert chosen.status_code == 200
         assert "Authentication code or recovery code" in chosen.text
         assert "hangar_session" not in c.cookies

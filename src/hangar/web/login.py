@@ -2,12 +2,15 @@
 
 The sign-in form has no session yet to hold a CSRF token, so it carries a double-submit
 token (`DoubleSubmit`): another site cannot sign a victim into the attacker's account.
+Every form answers a success with a redirect (303): the right password of an account with
+two-factor sign-in leads to the code's page, /login/two-factor, so a reload there asks for
+the code again and never sends the password again.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -27,6 +30,7 @@ router = APIRouter(route_class=PageRoute)
 
 LOGIN_CSRF_COOKIE = "hangar_login_csrf"
 LOGIN_FORM = DoubleSubmit(LOGIN_CSRF_COOKIE, "/login")
+CODE_PAGE = "/login/two-factor"
 
 
 # An invitation page: its token is URL-safe base64, so nothing else fits this path.
@@ -91,10 +95,27 @@ async def login(request: Request, services: ServicesDep) -> Response:
         return page
     target = _next(text(form, "next"))
     if isinstance(new, Challenged):
-        page = code_form(request, services, target)
-        set_challenge_cookie(page, services, new.token)
-        return page
+        return to_code_form(services, new.token, target)
     return LOGIN_FORM.signed_in(services, new.token, target)
+
+
+def to_code_form(services: Services, challenge: str, target: str) -> Response:
+    """The answer to a password that is right for an account with two-factor sign-in: to
+    the code's page (GET), with the waiting sign-in's cookie. A redirect, so that a reload
+    asks for the code again rather than sending the password again (issue 42)."""
+    response = redirect(f"{CODE_PAGE}?{urlencode({'next': target})}")
+    set_challenge_cookie(response, services, challenge)
+    return response
+
+
+@router.get(CODE_PAGE)
+async def code_page(request: Request, services: ServicesDep) -> Response:
+    """The second step of signing in, while a sign-in waits for its code; without one (none
+    begun, or signed out since) the password comes first."""
+    target = _next(request.query_params.get("next", ""))
+    if not request.cookies.get(CHALLENGE_COOKIE):
+        return redirect("/login" if target == "/settings" else f"/login?next={quote(target)}")
+    return code_form(request, services, target)
 
 
 def code_form(
@@ -109,7 +130,7 @@ def code_form(
     return response
 
 
-@router.post("/login/two-factor")
+@router.post(CODE_PAGE)
 async def login_code(request: Request, services: ServicesDep) -> Response:
     form = await request.form(max_fields=10, max_files=0)
     target = _next(text(form, "next"))

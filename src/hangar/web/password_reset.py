@@ -13,12 +13,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts import service as accounts
-from hangar.http.access import set_challenge_cookie
 from hangar.http.routing import ServicesDep, client_of
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
 from hangar.web.access import DoubleSubmit, chosen_password
-from hangar.web.login import code_form
+from hangar.web.login import to_code_form
 from hangar.web.pages import PageExit, PageRoute, error_page, render
 
 router = APIRouter(route_class=PageRoute)
@@ -95,8 +94,7 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
             raise
         raise _gone(request) from refused  # used or replaced since the page was opened
     if isinstance(new, accounts.Challenged):  # the password is set; the code comes next
-        page = code_form(request, services, "/settings")
-        set_challenge_cookie(page, services, new.token)
-        RESET_FORM.clear(page)
-        return page
+        response = to_code_form(services, new.token, "/settings")
+        RESET_FORM.clear(response)
+        return response
     return RESET_FORM.signed_in(services, new.token, "/settings")
