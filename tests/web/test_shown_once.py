@@ -18,17 +18,20 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.auth.models import UserSession
 from hangar.auth.sessions import token_digest
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.web import shown_once
+from hangar.web.pages import PageRoute
 from hangar.webhooks.models import Subscription
 from tests.fixtures.clients import signed_in_as
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.pages import csrf_in, page_csrf
+from tests.fixtures.routes import api_routes
 from tests.fixtures.secret_rotation import stored_secrets
 from tests.fixtures.shown_once import COOKIE, follow
 
@@ -259,7 +262,22 @@ async def test_recovery_codes_are_shown_once_after_turning_two_factor_on(
     assert again.headers["cache-control"] == "no-store"
     assert not any(c in again.text for c in codes)
     assert CODES_GONE in again.text
-    assert "Recovery codes left: <strong>10</strong>" in (await admin.get(page)).text
+    on = await admin.get(page)
+    assert "Recovery codes left: <strong>10</strong>" in on.text
+    # Turning it off redirects too (a reload of its answer repeats nothing).
+    clock.advance(seconds=60)
+    code = pyotp.TOTP(secret).at(clock.now())
+    off = await admin.post(f"{page}/off", data={"csrf_token": csrf_in(on.text), "code": code})
+    assert off.status_code == 303
+    assert off.headers["location"] == f"{page}?done=off"
+
+
+async def test_the_security_form_redirects(admin: httpx.AsyncClient, org: Org) -> None:
+    security = screen(org, "/security")
+    token = await page_csrf(admin, security)
+    saved = await admin.post(security, data={"csrf_token": token})
+    assert saved.status_code == 303
+    assert saved.headers["location"] == security
 
 
 async def test_the_recovery_codes_view_shows_nothing_when_nothing_was_handed_over(
@@ -434,3 +452,42 @@ async def test_no_failed_form_hands_a_secret_over(admin: httpx.AsyncClient, org:
     )
     assert refused.status_code == 422
     assert not refused.headers.get_list("set-cookie")
+
+
+# Every form of the screens, and where a test proves that its success answers 303 (so a
+# reload repeats nothing); a refusal shows the form again with its errors, which repeats
+# nothing either. A new form fails the test below until it is placed here.
+REDIRECTING_FORMS = {
+    "/login": "tests/web/test_access.py, tests/sessions/test_two_factor.py",
+    "/login/two-factor": "tests/sessions/test_two_factor.py",
+    "/logout": "tests/web/test_access.py",
+    "/invitations/{token}/password": "tests/web/test_invitations.py",
+    "/invitations/{token}/accept": "tests/web/test_invitations.py",
+    "/password-reset/{token}": "tests/recovery/test_password_reset.py, test_two_factor.py",
+    "/settings/two-factor/setup": "test_recovery_codes_are_shown_once_...",
+    "/settings/two-factor/confirm": "test_recovery_codes_are_shown_once_...",
+    "/settings/two-factor/off": "test_recovery_codes_are_shown_once_...",
+    "/settings/{org_id}/security": "test_the_security_form_redirects",
+    "/settings/{org_id}/keys/new": "test_a_new_key_is_shown_once_...",
+    "/settings/{org_id}/keys/{key_id}/rotate": "test_a_rotation_is_shown_once_...",
+    "/settings/{org_id}/keys/{key_id}/revoke": "tests/web/test_forms.py",
+    "/settings/{org_id}/webhooks/new": "test_a_new_webhooks_secret_is_shown_once_...",
+    "/settings/{org_id}/webhooks/{sub_id}/edit": "tests/web/test_forms.py",
+    "/settings/{org_id}/webhooks/{sub_id}/delete": "tests/web/test_forms.py",
+    "/settings/{org_id}/webhooks/{sub_id}/rotate-secret": "test_a_secret_rotation_is_...",
+    "/settings/{org_id}/webhooks/{sub_id}/enable": "tests/web/test_forms.py",
+    "/settings/{org_id}/webhooks/{sub_id}/test": "tests/webhooks/test_test_any_event.py",
+    "/settings/{org_id}/webhooks/{sub_id}/deliveries/{delivery_id}/redeliver": (
+        "tests/webhooks/test_redeliver.py"
+    ),
+    "/settings/{org_id}/webhooks/{sub_id}/recover": "tests/web/test_recover_screen.py",
+}
+
+
+def test_every_form_of_the_screens_is_one_that_redirects(services: Services) -> None:
+    posted = {
+        path
+        for path, route in api_routes(create_app(services).routes)
+        if isinstance(route, PageRoute) and "POST" in (route.methods or ())
+    }
+    assert posted == set(REDIRECTING_FORMS)
