@@ -60,7 +60,10 @@ async def test_two_workers_run_retention_once_a_minute_and_log_one_line(
         "webhook_previous_secrets",
         "webhook_recoveries",
     )
-    counted = ", ".join(rf"{t} \d+" for t in (*tables, "sessions", "invitations", "audit_entries"))
+    counted = ", ".join(
+        rf"{t} \d+"
+        for t in (*tables, "sessions", "invitations", "audit_entries", "idempotency_keys")
+    )
     assert re.fullmatch(rf"job retention: {counted} in \d+\.\d s", lines[0]), lines[0]
 
     # The next minute, with nothing left to prune: it runs, and says nothing.

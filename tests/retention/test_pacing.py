@@ -76,6 +76,7 @@ async def test_each_batch_is_one_short_transaction_of_a_bounded_size(
         "sessions": 0,
         "invitations": 0,
         "audit_entries": 0,
+        "idempotency_keys": 0,
     }
     deleting = [[(v, t, n) for v, t, n in tx if v == "DELETE"] for tx in seen]
     # A batch of deliveries: read (locked on PostgreSQL) through the index, then its
@@ -232,4 +233,5 @@ async def test_the_metric_counts_the_rows_pruned_by_table(services: Services, or
         "sessions": 0,
         "invitations": 0,
         "audit_entries": 0,
+        "idempotency_keys": 0,
     }

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from starlette.responses import Response
 
 from hangar.auth import sessions, two_factor
+from hangar.http import idempotency
 from hangar.http.routing import ServicesDep, before_body, client_of, path_id, services_of
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, NotFound, Unauthorized
@@ -82,6 +83,9 @@ def acting(*required: str) -> Any:
 
     With several capabilities, any one of them suffices (e.g. reservations.own or .manage);
     the route then decides what the weaker one allows.
+
+    Once the caller may act, a POST's Idempotency-Key is claimed (hangar.http.idempotency):
+    every route of the management API acts through here, so none of them can forget it.
     """
 
     async def dependency(
@@ -94,6 +98,7 @@ def acting(*required: str) -> Any:
             if actor.withheld & set(required):
                 raise two_factor_first()
             raise Forbidden(f"This needs the capability {' or '.join(required)}")
+        await idempotency.claim(request, services, actor)
         return actor
 
     return Depends(dependency)

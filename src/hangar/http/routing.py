@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hangar.foundation.ids import parse_id
+from hangar.http.idempotency import settling
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError, NotFound
 
@@ -159,13 +160,15 @@ class JsonRoute(APIRoute):
     - A body that names a key twice is refused (422), where Python's parser would keep the
       last value silently (`{"role": "member", "role": "admin"}` would read as one thing to
       a reviewer and another to hangar).
+    - A POST's Idempotency-Key, claimed by hangar.http.access, is settled here: the first
+      answer replayed, or kept once the route answered (hangar.http.idempotency).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Around the route's whole answer, the app's error handlers' included (Starlette
         # runs them inside the route), so a refusal or a validation error is not kept either.
-        self.app = _no_store(self.app)
+        self.app = _no_store(settling(self.app))
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

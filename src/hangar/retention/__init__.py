@@ -12,12 +12,13 @@ deleted, oldest first, in small batches:
 - the webhook secrets a rotation replaced, once their grace has ended (erased from their
   subscriptions, not deleted with them).
 - audit log entries older than HANGAR_AUDIT_RETENTION_DAYS (default 365).
+- idempotency keys (and the answers kept for them) a day after they were claimed.
 
 Each feature makes the batches of its own tables (hangar.webhooks.retention, and `expired`
-in hangar.auth.sessions, hangar.orgs.invitations and hangar.audit; a batch is a short
-transaction on an index, hangar.kit.batches); `job` takes turns between them within a time
-budget, pausing between batches so deliveries, claims and the product's writes are never
-held up.
+in hangar.auth.sessions, hangar.orgs.invitations, hangar.audit and hangar.idempotency; a
+batch is a short transaction on an index, hangar.kit.batches); `job` takes turns between
+them within a time budget, pausing between batches so deliveries, claims and the product's
+writes are never held up.
 """
 
 from __future__ import annotations

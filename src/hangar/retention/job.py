@@ -22,6 +22,7 @@ from functools import partial
 from hangar.audit import service as audit
 from hangar.auth import sessions
 from hangar.foundation.metrics import RETENTION_PRUNED
+from hangar.idempotency import replay as idempotency
 from hangar.jobs.scheduler import Done, JobRun
 from hangar.kit.batches import Batch, Batches
 from hangar.orgs import invitations
@@ -30,7 +31,13 @@ from hangar.webhooks.retention import Deliveries, Events, PreviousSecrets
 
 # Every table retention deletes from (and the previous secrets it erases), in the order it
 # reports them.
-TABLES = (*delivery_log.TABLES, sessions.TABLE, invitations.TABLE, audit.TABLE)
+TABLES = (
+    *delivery_log.TABLES,
+    sessions.TABLE,
+    invitations.TABLE,
+    audit.TABLE,
+    idempotency.TABLE,
+)
 
 # An invitation's row outlives its expiry (7 days after it was issued, used or not) by this
 # much. Its link answers the same 404 with or without the row, so the grace is for the people
@@ -44,8 +51,8 @@ class Pacing:
     # Deliveries per transaction, each with its attempts (one to three, more after
     # redeliveries) and redeliveries.
     deliveries: int
-    # Events, sessions, invitations or audit entries per transaction: small rows with no
-    # dependants.
+    # Events, sessions, invitations, audit entries or idempotency keys per transaction: small
+    # rows with no dependants.
     rows: int
     # Then stop until the next minute: the run ends inside its minute, so the next tick
     # never waits for it, and busy half the time while it runs, the job keeps its one
@@ -101,6 +108,7 @@ async def prune(run: JobRun, pacing: Pacing | None = None, sleep: Sleep | None =
             PreviousSecrets(run.now),
             delivery_log.recoveries(cutoff, pacing.rows),
             audit.expired(run.now - timedelta(days=settings.audit_retention_days), pacing.rows),
+            idempotency.expired(run.now - idempotency.KEPT, pacing.rows),
         )
     )
     pruned = dict.fromkeys(TABLES, 0)

@@ -7,6 +7,7 @@ from hangar.db.base import Base
 from hangar.db.key_check import SecretKeyCheck
 from hangar.db.migrate import SchemaCompatibility
 from hangar.fleet.models import Aircraft, MelItem
+from hangar.idempotency.models import IdempotencyKey
 from hangar.jobs.models import JobTick
 from hangar.keys.models import ApiKey
 from hangar.maintenance.models import MaintenanceLog, WorkOrder
@@ -32,6 +33,7 @@ __all__ = [
     "Delivery",
     "DisabledNotice",
     "Event",
+    "IdempotencyKey",
     "Invitation",
     "JobTick",
     "MaintenanceLog",
