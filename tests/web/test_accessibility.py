@@ -152,6 +152,9 @@ async def test_every_screen_passes_axe(
             await page.get_by_role("button", name="Create key").click()
             await expect(page.get_by_text("It will not be shown again")).to_be_visible()
             await check("a new key and its feed")
+            await page.reload()  # the one-time view again: no second key, and no key
+            await expect(page.get_by_text("This key was shown once")).to_be_visible()
+            await check("a key shown once")
             await page.get_by_role("link", name="back to API keys").click()
 
             await page.get_by_role("link", name="Rotate Calendar sync").click()
@@ -180,6 +183,9 @@ async def test_every_screen_passes_axe(
             await page.get_by_role("button", name="Add webhook").click()
             await expect(page.get_by_text("It will not be shown again")).to_be_visible()
             await check("a new webhook's secret")
+            await page.reload()
+            await expect(page.get_by_text("This signing secret was shown once")).to_be_visible()
+            await check("a secret shown once")
 
             hook = f"{base}/webhooks/{world.hook}"
             await visit(f"{hook}/edit")
@@ -265,7 +271,10 @@ async def _two_factor_screens(page: Page, check: Any, visit: Any, world: _World,
     await check("the recovery codes")
     codes = (await page.locator("ol.codes").inner_text()).split()
     assert len(codes) == 10
-    await page.get_by_role("link", name="I have saved them").click()
+    await page.reload()
+    await expect(page.get_by_text("were shown once")).to_be_visible()
+    await check("the recovery codes, shown once")
+    await page.get_by_role("link", name="Back to two-factor sign-in").click()
     await expect(page.get_by_text("Recovery codes left")).to_be_visible()
     await check("on")
     await page.get_by_label("A code from your app, or a recovery code").fill("not a code")
