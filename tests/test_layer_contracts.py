@@ -17,6 +17,7 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 LAYERS = "Layers: process wiring, presentation, features"
 DOMAIN = "The domain imports no web framework"
+FRAMEWORK = "Framework internals: only the modules that must"
 # (module file, the import added to it, the contract it must break)
 PROBES = [
     ("external/routes.py", "hangar.reservations.service", "The read API imports no writes"),
@@ -29,6 +30,10 @@ PROBES = [
     ("db/migrations/env.py", "hangar.web", LAYERS),
     ("reservations/service.py", "hangar.fleet.models", "Only fleet (and the wiring"),
     ("orgs/invitations.py", "hangar.keys.service", LAYERS),
+    ("external/keyed.py", "fastapi._compat", FRAMEWORK),
+    ("cli/serve.py", "uvicorn.supervisors", FRAMEWORK),
+    ("http/server.py", "uvicorn.protocols.http.h11_impl", FRAMEWORK),
+    ("kit/params.py", "pydantic._internal._validators", FRAMEWORK),
 ]
 
 
@@ -73,5 +78,6 @@ def test_a_wrong_way_import_breaks_its_contract(
         out = lint(copy)
     finally:
         path.write_text(before)
-    broken = [line for line in out.splitlines() if line.endswith(" BROKEN")]
+    # "<name> BROKEN", or "<name> BROKEN (n ignored imports)" for a contract that ignores some
+    broken = [line for line in out.splitlines() if " BROKEN" in line]
     assert any(line.startswith(contract) for line in broken), out
