@@ -5,12 +5,13 @@ Each operation declares its parameters in its signature (they make the OpenAPI d
 FastAPI's solver reads them. For these operations (GETs whose only inputs are the request and
 its query) most of the solver's cost was its general machinery around each parameter, not the
 validation itself: on an events poll that finds nothing new, about a tenth of the server's
-time (bench/RESULTS.md, 2026-11-27, afternoon). `QuickQuery` does what the solver does for a
-query parameter (the key's last value, or every value of a list; the declared default when
-absent; the field's own pydantic validation) and nothing else. When any value fails, it
-steps aside and the solver runs as before, so every refusal (422 and its `errors`) is
-FastAPI's own, word for word. tests/external/test_quick_query.py holds the two to the same
-values for every operation.
+time (bench/RESULTS.md, 2026-11-27, afternoon), and 12-25% of its CPU time with FastAPI
+0.165 (2026-11-29; `python -m bench.query_ab` measures it again). `QuickQuery` does what the
+solver does for a query parameter (the key's last value, or every value of a list; the
+declared default when absent; the field's own pydantic validation) and nothing else. When
+any value fails, it steps aside and the solver runs as before, so every refusal (422 and its
+`errors`) is FastAPI's own, word for word. tests/external/test_quick_query.py holds the two
+to the same values for every operation.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-# The solver's own helpers, from FastAPI's private module: the version is pinned
-# (requirements.lock), and the tests compare every operation with the solver, so an
-# upgrade that changes either is caught there.
+# The solver's own helpers, from FastAPI's private module: this is the one module of hangar
+# that imports it (pyproject.toml's contract "Framework internals"). tests/test_framework_pins.py
+# holds FastAPI to the tested version and the solver's code that this follows to what it was,
+# and tests/external/test_quick_query.py compares every operation with the solver: an upgrade
+# that changes either is caught there.
 from fastapi._compat import ModelField, field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
 from fastapi.params import Query
