@@ -18,7 +18,8 @@ from tests.fixtures.fakes import FakeClock
 
 AIRCRAFT = "/api/v1/external/aircraft"
 FEED = "/api/v1/external/reservations.ics"
-# The eight operations and the one scope each needs.
+# The eight operations that need a scope, and the one each needs (GET /organization takes
+# any valid key: tests/external/test_organization.py).
 OPERATIONS = [
     ("/api/v1/external/reservations", "read:reservations"),
     (FEED, "read:reservations"),
