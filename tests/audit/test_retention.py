@@ -5,8 +5,6 @@ process at its start with one line, as the other settings do."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,6 +18,7 @@ from hangar.kit.container import Services
 from tests.fixtures.audit import stored
 from tests.fixtures.factories import Org
 from tests.fixtures.retention import NOW, pruned
+from tests.fixtures.subprocesses import refused_at_start
 
 REFUSAL = "HANGAR_AUDIT_RETENTION_DAYS must be a whole number of days from 1 to 3650, not {!r}"
 
@@ -86,18 +85,7 @@ def test_anything_else_is_refused_naming_the_setting(tmp_path: Path, value: str)
 def test_a_process_does_not_start_with_a_bad_value_and_says_why_in_one_line(
     tmp_path: Path,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from hangar.cli import main; main()", "jobs", "run", "retention"],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HANGAR_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-            "HANGAR_AUDIT_RETENTION_DAYS": "0",
-        },
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    stderr = refused_at_start(
+        tmp_path, ["jobs", "run", "retention"], HANGAR_AUDIT_RETENTION_DAYS="0"
     )
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"hangar: {REFUSAL.format('0')}\n"
+    assert stderr == f"hangar: {REFUSAL.format('0')}\n"

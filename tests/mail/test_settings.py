@@ -4,13 +4,12 @@ line that never quotes the URL (it may hold the mail server's password)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hangar.foundation.config import ConfigError, load_settings
+from tests.fixtures.subprocesses import refused_at_start
 
 FROM = "Hangar <hangar@example.org>"
 
@@ -99,20 +98,9 @@ def test_a_sender_that_is_not_one_address_is_refused(tmp_path: Path, sender: str
 def test_hangar_does_not_start_with_half_a_mail_setting_and_says_why_in_one_line(
     tmp_path: Path,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from hangar.cli import main; main()", "serve"],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HANGAR_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-            "HANGAR_SMTP_URL": "smtps://user:hunter2-secret@mail.example.org",
-        },
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    stderr = refused_at_start(
+        tmp_path, ["serve"], HANGAR_SMTP_URL="smtps://user:hunter2-secret@mail.example.org"
     )
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (
+    assert stderr == (
         "hangar: HANGAR_MAIL_FROM is required when HANGAR_SMTP_URL is set: set both, or neither\n"
     )

@@ -3,13 +3,12 @@ stops every process that would prune (or serve) at its start, with one line that
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hangar.foundation.config import ConfigError, load_settings
+from tests.fixtures.subprocesses import refused_at_start
 
 REFUSAL = "HANGAR_DELIVERY_RETENTION_DAYS must be a whole number of days from 1 to 3650, not {!r}"
 
@@ -41,18 +40,5 @@ def test_anything_else_is_refused_naming_the_setting(tmp_path: Path, value: str)
 def test_a_process_does_not_start_with_a_bad_value_and_says_why_in_one_line(
     tmp_path: Path, command: list[str]
 ) -> None:
-    done = subprocess.run(  # noqa: S603
-        [sys.executable, "-c", "from hangar.cli import main; main()", *command],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HANGAR_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-            "HANGAR_DELIVERY_RETENTION_DAYS": "0",
-        },
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"hangar: {REFUSAL.format('0')}\n"
+    stderr = refused_at_start(tmp_path, command, HANGAR_DELIVERY_RETENTION_DAYS="0")
+    assert stderr == f"hangar: {REFUSAL.format('0')}\n"

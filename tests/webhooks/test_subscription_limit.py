@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -33,6 +31,7 @@ from tests.fixtures.clients import signed_in_client
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.pages import page_csrf
+from tests.fixtures.subprocesses import refused_at_start
 
 REFUSAL = "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG must be a whole number from 1 to 1000, not {!r}"
 LIMIT = 3
@@ -70,21 +69,8 @@ def test_anything_else_is_refused_naming_the_setting(tmp_path: Path, value: str)
 def test_a_process_does_not_start_with_a_bad_value_and_says_why_in_one_line(
     tmp_path: Path, command: list[str]
 ) -> None:
-    done = subprocess.run(  # noqa: S603
-        [sys.executable, "-c", "from hangar.cli import main; main()", *command],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HANGAR_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-            "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG": "0",
-        },
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"hangar: {REFUSAL.format('0')}\n"
+    stderr = refused_at_start(tmp_path, command, HANGAR_MAX_SUBSCRIPTIONS_PER_ORG="0")
+    assert stderr == f"hangar: {REFUSAL.format('0')}\n"
 
 
 @pytest.fixture
