@@ -424,8 +424,8 @@ def exercise(base: str, made: Fixture, version: str) -> Browser:
     if doc["info"]["version"] != version:
         raise SmokeFailed(f"OpenAPI info.version is {doc['info']['version']}; the wheel {version}")
     operations = [(path, op) for path, ops in doc["paths"].items() for op in ops]
-    if len(operations) != 8 or {op for _, op in operations} != {"get"}:
-        raise SmokeFailed(f"the public API should be 8 GET operations, not {operations}")
+    if len(operations) != 9 or {op for _, op in operations} != {"get"}:
+        raise SmokeFailed(f"the public API should be 9 GET operations, not {operations}")
     for path, _ in operations:
         if path.endswith(".ics"):
             browser.get(f"{path}?token={urllib.parse.quote(made.key)}")
