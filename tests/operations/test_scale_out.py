@@ -139,6 +139,7 @@ async def built(
             "HANGAR_LOG_FORMAT": "json",
             "HANGAR_LOG_LEVEL": "info",
             "HANGAR_DELIVERY_RETENTION_DAYS": "30",
+            "HANGAR_AUDIT_RETENTION_DAYS": "365",
             "HANGAR_MAX_SUBSCRIPTIONS_PER_ORG": "20",
             "HANGAR_DB_POOL_SIZE": "10",
             # nginx, on loopback, names each client's address (the sign-in test's two).
