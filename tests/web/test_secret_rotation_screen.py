@@ -42,6 +42,17 @@ async def view(admin: httpx.AsyncClient, org: Org, sub_id: str) -> dict[str, obj
     return found
 
 
+async def test_the_edit_form_points_at_rotate_secret(admin: httpx.AsyncClient, org: Org) -> None:
+    """Changing a secret is Rotate secret's job: the edit form says so and links to it, where
+    it once said to delete the webhook and add a new one."""
+    created = await subscribed(admin, org)
+    form = await admin.get(screen(org, f"/{created['id']}/edit"))
+    assert form.status_code == 200
+    rotate = screen(org, f"/{created['id']}/rotate-secret")
+    assert f'To change it, use <a href="{rotate}">Rotate secret</a>' in form.text
+    assert "delete this webhook" not in words(form.text)
+
+
 async def test_rotate_from_the_list_then_copy_the_new_secret_once(
     admin: httpx.AsyncClient, org: Org, clock: FakeClock
 ) -> None:
