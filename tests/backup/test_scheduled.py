@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from hangar.db import backup as backups
-from hangar.db.backup import BackupError
+from hangar.db.backup import BackupError, restoring
+from hangar.db.backup.archive import read_manifest
 from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys
 from hangar.db.migrate import upgrade_async
@@ -50,7 +50,7 @@ async def test_a_scheduled_backup_keeps_the_newest_n_and_nothing_else_goes(
             [OLDER[2], written.name, *NOT_OURS]
         )
         # What it wrote is a backup like any other.
-        assert backups.read_manifest(written).revisions == tuple(made["revisions"])
+        assert read_manifest(written).revisions == tuple(made["revisions"])
 
         refusals = [
             (await cli.run("backup", str(folder), "--keep", "0")).refused(),
@@ -75,7 +75,7 @@ async def test_a_restore_without_room_for_it_writes_nothing(
         assert (await cli.run("backup", str(backup))).code == 0
     finally:
         await engine.dispose()
-    size = backups.read_manifest(backup).size
+    size = read_manifest(backup).size
 
     def nearly_full(folder: Any) -> Any:
         return SimpleNamespace(total=10**12, used=10**12 - size, free=size)
@@ -84,7 +84,7 @@ async def test_a_restore_without_room_for_it_writes_nothing(
     # In a thread of its own, as the command runs it: it runs event loops of its own.
     with pytest.raises(BackupError) as refused:
         await asyncio.to_thread(
-            backups.restore,
+            restoring.restore,
             backup,
             restored_url,
             Keys(SECRET),
@@ -94,4 +94,4 @@ async def test_a_restore_without_room_for_it_writes_nothing(
         )
     assert "restoring needs about " in str(refused.value)
     assert str(refused.value).endswith("free some space there, or restore somewhere with more")
-    assert await asyncio.to_thread(backups._tables, restored_url) == []
+    assert await asyncio.to_thread(restoring.tables, restored_url) == []

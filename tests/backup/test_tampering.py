@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hangar.db import backup
+from hangar.db.backup import BackupError, postgresql, restoring
 from hangar.db.key_check import Keys, fingerprint
 from tests.fixtures.backup_files import into, listing, members, packed, repacked, resigned
 from tests.fixtures.cli import Cli
@@ -153,10 +153,10 @@ def test_a_crafted_postgresql_backup_never_reaches_pg_restore(
         ran.append("connected")
         return []
 
-    monkeypatch.setattr(backup, "_pg_restore", lambda *args: ran.append("pg_restore"))
-    monkeypatch.setattr(backup, "_tables", connected)
-    with pytest.raises(backup.BackupError, match="no key of this hangar"):
-        backup.restore(
+    monkeypatch.setattr(postgresql, "restore", lambda *args: ran.append("pg_restore"))
+    monkeypatch.setattr(restoring, "tables", connected)
+    with pytest.raises(BackupError, match="no key of this hangar"):
+        restoring.restore(
             path,
             "postgresql://hangar@127.0.0.1:1/hangar",
             Keys(SECRET),

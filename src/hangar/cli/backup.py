@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 
 from hangar.cli.common import emit, fail, settings
-from hangar.db import backup as backups
 from hangar.db import key_check
-from hangar.db.backup import BackupError, Manifest, without_password
+from hangar.db.backup import BackupError, restoring, without_password, writing
+from hangar.db.backup.manifest import Manifest
 from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys
 from hangar.db.migrate import code_revisions, upgrade
@@ -93,7 +93,7 @@ def backup(
     current = settings()
     keys = Keys(current.secret_key, current.previous_secret_keys)
     try:
-        manifest = backups.create(
+        manifest = writing.create(
             current.database_url,
             keys,
             path,
@@ -148,7 +148,7 @@ def restore(
     target = sqlite_path(url)
     made = target is not None and target.is_file() and target.stat().st_size == 0
     try:
-        manifest = backups.restore(
+        manifest = restoring.restore(
             path, url, keys, force=force, allow_other_key=allow_other_key, progress=progress
         )
     except BackupError as exc:

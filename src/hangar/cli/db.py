@@ -18,7 +18,7 @@ from hangar.cli.common import (
     unreachable,
 )
 from hangar.db import key_check
-from hangar.db.backup import HANGAR_CONNECTIONS
+from hangar.db.backup.refusals import HANGAR_CONNECTIONS
 from hangar.db.engine import make_engine
 from hangar.db.key_check import Keys
 from hangar.db.migrate import code_revisions, database_revisions, pending_revisions
