@@ -6,7 +6,7 @@ headers as sent (the signed set and what aiohttp adds), a receiver's usual respo
 and a 2 KB response body (the most the log keeps). Prints the growth of each table with its
 indexes (and TOAST), per delivery. PostgreSQL: pg_total_relation_size, after VACUUM (ANALYZE)
 so the visibility and free-space maps are counted; SQLite: the pages of each table and index
-(dbstat). The figures are in README, "Retention".
+(dbstat). The figures are in docs/operators/retention.md.
 
     .venv/bin/python scripts/delivery_bytes.py                 # SQLite, in a temporary file
     .venv/bin/python scripts/delivery_bytes.py --database-url postgresql://root@127.0.0.1/x

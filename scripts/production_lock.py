@@ -26,7 +26,7 @@ HEADER = """\
 # hangar's run-time dependencies, pinned with hashes to exactly the versions of
 # requirements.lock (those the tests run with), without the development tools.
 # Made from requirements.lock by `./dev lock` (scripts/production_lock.py): do not edit.
-# Ships beside the wheel (`./dev release`); README, "Installing for production":
+# Ships beside the wheel (`./dev release`); docs/operators/install.md, "Installing for production":
 #   sh deploy/container/install.sh /opt/hangar-VERSION . && ln -sfn /opt/hangar-VERSION /opt/hangar
 # (a fresh environment: this lock, hashes checked, wheels only, then the wheel alone)
 """

@@ -1,5 +1,5 @@
 """What an operator installs, in dist/: the wheel, requirements-production.lock beside it
-and deploy/ (the units, the env file, the nginx site); README, "Installing for production".
+and deploy/ (the units, the env file, the nginx site); docs/operators/install.md.
 The wheel is built as ./dev smoke builds the one it checks, from a copy of the sources.
 
     ./dev release          (or .venv/bin/python -m scripts.release)
@@ -18,8 +18,9 @@ DIST = ROOT / "dist"
 
 
 def install_command(wheel: str) -> str:
-    """README's one command: a fresh environment per release, made by the container image's
-    own install step (deploy/container/install.sh), /opt/hangar its link."""
+    """The one install command of docs/operators/deploy.md: a fresh environment per release,
+    made by the container image's own install step (deploy/container/install.sh), /opt/hangar
+    its link."""
     version = wheel.split("-")[1]
     venv = f"/opt/hangar-{version}"
     return f"sh deploy/container/install.sh {venv} . && ln -sfn {venv} /opt/hangar"

@@ -2,17 +2,17 @@
 
 Builds the wheel, installs it as the container image does, with the Dockerfile's own
 deploy/container/install.sh (the dependencies from requirements-production.lock, hashes
-checked, wheels only, then the wheel: README's production install too) into a fresh virtual
-environment in a temporary directory outside the checkout, makes an organization, an admin,
-a key with every scope, rows, an invitation and a password reset link through the
-installed `hangar` command, starts `hangar serve` on a fresh SQLite
+checked, wheels only, then the wheel: docs/operators/install.md's production install too)
+into a fresh virtual environment in a temporary directory outside the checkout, makes an
+organization, an admin, a key with every scope, rows, an invitation and a password reset
+link through the installed `hangar` command, starts `hangar serve` on a fresh SQLite
 database on a free loopback port, and requests every GET route of the app (the pages, the
 screens signed in, the public API with the key, the management API with the session), every
 same-origin link those pages carry (static files among them), and the two forms that show a
-secret once. Then it backs the database up with `hangar backup` while it is served,
-restores the backup into a new SQLite file with `hangar restore` (the key file copied beside
-it, as the README's Backups says), serves that and asks it for the aircraft: the answer must
-be the served database's. Last, two instances of it behind deploy/'s nginx are restarted one
+secret once. Then it backs the database up with `hangar backup` while it is served, restores
+the backup into a new SQLite file with `hangar restore` (the key file copied beside it, as
+docs/operators/backup.md says), serves that and asks it for the aircraft: the answer must be
+the served database's. Last, two instances of it behind deploy/'s nginx are restarted one
 after the other (SIGTERM) under load (scripts/rolling_restart.py): no request may fail or
 take more than a second. Any answer that is not 2xx or 3xx fails, and so does a `hangar
 --version` that is not the wheel's version. The server is always stopped; the directory is
@@ -186,8 +186,8 @@ def build_wheel(work: Path) -> Path:
 
 def install(work: Path, wheel: Path) -> Path:
     """The container image's install (deploy/container/install.sh, which the Dockerfile runs)
-    and README's production install alike: a fresh environment holding the release's lock
-    (every dependency pinned with hashes, wheels only), then the wheel alone."""
+    and docs/operators/install.md's production install alike: a fresh environment holding the
+    release's lock (every dependency pinned with hashes, wheels only), then the wheel alone."""
     venv, release = work / "venv", work / "release"
     release.mkdir()
     shutil.copy2(wheel, release)

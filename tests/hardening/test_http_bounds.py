@@ -284,8 +284,8 @@ class Attack:
 
     The pace makes each thread one misbehaving client, as in the issue. Opening thousands of
     connections a second is a flood of another kind, which costs any server CPU per
-    connection: per-address rate limits in front (nginx's limit_conn and limit_req, README)
-    are the answer to that, not these bounds."""
+    connection: per-address rate limits in front (nginx's limit_conn and limit_req,
+    docs/operators/exposure.md) are the answer to that, not these bounds."""
 
     one: Callable[[int], Outcome]
     connections: int  # enough outcomes to be conclusive

@@ -5,8 +5,9 @@ Each release's migrations only add (expand, then contract a release later), so a
 upgrade has old and new instances side by side on one schema.
 
 1.5.0 predates the compatibility record (migration 0017), so its readiness goes 503 on the
-new schema, as README says; an instance of 1.6 and later stays ready on a schema it can use
-(tests/test_migrations.py's readiness tests, with this code's own compatibility record).
+new schema, as docs/operators/upgrade.md says; an instance of 1.6 and later stays ready on a
+schema it can use (tests/test_migrations.py's readiness tests, with this code's own
+compatibility record).
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ async def test_the_previous_release_keeps_serving_on_this_releases_schema(
                 assert reported.status_code == 201, reported.text
             listed = await api.get("/api/v1/external/squawks")
             assert "Mag drop" in [s["description"] for s in listed.json()]
-            # 1.5.0 cannot read the compatibility record: unready, as README says.
+            # 1.5.0 cannot read the compatibility record: unready, as docs/operators/upgrade.md
+            # says.
             ready = await api.get("/api/health/ready")
             assert ready.status_code == 503
             assert ready.json()["checks"]["migrations"] == "unknown revision"

@@ -1,7 +1,8 @@
-"""requirements-production.lock, the dependencies README's production install pins: exactly
-the versions and hashes the tests run with (requirements.lock), every package hangar needs
-at run time, and none of the development tools; and the wheel's own requirements are met by
-it. (./dev smoke installs the wheel with it for real, in a fresh environment.)
+"""requirements-production.lock, the dependencies the production install pins
+(docs/operators/install.md): exactly the versions and hashes the tests run with
+(requirements.lock), every package hangar needs at run time, and none of the development
+tools; and the wheel's own requirements are met by it. (./dev smoke installs the wheel with
+it for real, in a fresh environment.)
 
 What hangar needs is worked out here independently of scripts/production_lock.py (which
 reads uv's "# via" notes): from pyproject's dependencies through each installed package's

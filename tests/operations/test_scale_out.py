@@ -1,4 +1,4 @@
-"""The scale-out topology of README "Deploying", run for real on loopback: nginx (deploy/'s
+"""The scale-out topology of docs/operators/deploy.md, run for real on loopback: nginx (deploy/'s
 site configuration, with a test certificate) round-robin in front of two `hangar serve
 --no-worker` processes, and two workers, on one PostgreSQL database and one Redis.
 

@@ -7,7 +7,7 @@ PLAN names the index and never SCANs a table. PostgreSQL: the generic plan of th
 statement (the one asyncpg's statements settle on after a few runs, made without the
 parameters' values), with sequential scans priced out of the planner's reach, still reads no
 table whole, which it would only do if no index fitted the statement. (On a table of a few
-pages PostgreSQL may rightly prefer to read it whole; README, "Retention", has the plans at a
+pages PostgreSQL may rightly prefer to read it whole; docs/operators/retention.md has the plans at a
 million deliveries.)
 """
 

@@ -62,7 +62,8 @@ async def test_a_cursor_signed_with_the_new_key_is_refused_where_it_is_unknown(
     services: Services, org: Org
 ) -> None:
     # The rotated process signs with its current key, not with a previous one: a process that
-    # knows only the old key cannot verify it (why the README rolls the new key in first).
+    # knows only the old key cannot verify it (why docs/operators/rotate.md rolls the new key
+    # in first).
     await reservations(org)
     async with client_of(holding(services, NEW_KEY, OLD_KEY)) as rotated:
         handed_out = (await page(rotated, org)).json()["next_cursor"]

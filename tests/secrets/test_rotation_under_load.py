@@ -1,12 +1,13 @@
-"""A rotation under load: events keep coming while the workers restart, one at a time, with
-the new key (as the README's steps do), and every delivery arrives exactly once, signed with
-the same subscription secret as before, including the secret of a subscription a restarted
-process created (sealed with the new key).
+"""A rotation under load: events keep coming while the workers restart, one at a time, with the
+new key (as docs/operators/rotate.md's steps do), and every delivery arrives exactly once,
+signed with the same subscription secret as before, including the secret of a subscription a
+restarted process created (sealed with the new key).
 
-On PostgreSQL two workers share the queue, so the restart is rolled in the README's two
-steps: first every worker also accepts the new key, then each swaps to it; at every moment
-both kinds run at once. On SQLite one process delivers: it stops and starts again with the
-new key, and what was pending when it stopped is delivered by the restarted one.
+On PostgreSQL two workers share the queue, so the restart is rolled in
+docs/operators/rotate.md's two steps: first every worker also accepts the new key, then each
+swaps to it; at every moment both kinds run at once. On SQLite one process delivers: it
+stops and starts again with the new key, and what was pending when it stopped is delivered
+by the restarted one.
 """
 
 from __future__ import annotations

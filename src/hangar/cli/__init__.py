@@ -98,7 +98,7 @@ app.add_typer(secrets_app, name="secrets")
 
 
 def usage_error(exc: click.UsageError) -> str:
-    """A command-line mistake as the one line the README promises, with where to read more."""
+    """A command-line mistake as the one line the docs promise, with where to read more."""
     where = exc.ctx.command_path if exc.ctx is not None else "hangar"
     message = " ".join(exc.format_message().split()).rstrip(".")
     return f"hangar: {message} (see `{where} --help`)"

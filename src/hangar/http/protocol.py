@@ -20,7 +20,8 @@ Each refusal is answered with the `{detail, code}` JSON of every other hangar er
 the connection is closed; the URL and headers of a refused request are never logged
 (feed URLs carry keys). Why this rather than uvicorn's h11 protocol (which caps the head
 at 16 KiB): h11 parses in Python, and the read path is measured slower with it (see the
-commit and README); it has no request timeouts either, and refuses with a plain-text 400.
+commit and docs/contributors/decisions.md); it has no request timeouts either, and refuses
+with a plain-text 400.
 """
 
 from __future__ import annotations

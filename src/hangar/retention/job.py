@@ -62,7 +62,7 @@ class Pacing:
     pause: float = 0.05
 
 
-# Measured (README, "Retention"): on PostgreSQL a batch of 500 deliveries with their
+# Measured (docs/operators/retention.md): on PostgreSQL a batch of 500 deliveries with their
 # attempts and events takes 75 to 150 ms and locks only the finished rows it deletes; 1,000
 # deleted no more per second (the foreign-key checks and index entries cost per row) and
 # would hold their locks and the vacuum horizon twice as long; 250 paid the transaction's
