@@ -77,19 +77,8 @@ def backup(
     name beyond the newest N are deleted (no other file in the folder is touched).
 
     Take one daily and before every upgrade; see the README's "Backups"."""
-    url = _environment().get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
-    source = sqlite_path(url)
-    # Checked before reading the settings, which would make an empty database (and a key)
-    # at a mistyped path, and a backup of nothing.
-    if source is not None and not source.is_file():
-        fail(f"no database at {source}: set HANGAR_DATABASE_URL to the database to back up")
-    folder = None
-    if keep is not None:
-        if keep < 1:
-            fail(f"--keep must be 1 or more backups, not {keep}")
-        if not path.is_dir():
-            fail(f"with --keep, PATH is the folder the backups go to: {path} is not a folder")
-        folder, path = path, path / SCHEDULED.format(SystemClock().now())
+    _refuse_a_missing_database()
+    folder, path = _scheduled(path, keep) if keep is not None else (None, path)
     current = settings()
     keys = Keys(current.secret_key, current.previous_secret_keys)
     try:
@@ -105,6 +94,24 @@ def backup(
         fail(str(exc))
     pruned = _prune(folder, keep) if folder is not None and keep is not None else []
     emit({"backup": str(path), **summary(manifest), **({"pruned": pruned} if folder else {})})
+
+
+def _refuse_a_missing_database() -> None:
+    """Checked before reading the settings, which would make an empty database (and a key)
+    at a mistyped path, and a backup of nothing."""
+    url = _environment().get("HANGAR_DATABASE_URL") or DEFAULT_DATABASE_URL
+    source = sqlite_path(url)
+    if source is not None and not source.is_file():
+        fail(f"no database at {source}: set HANGAR_DATABASE_URL to the database to back up")
+
+
+def _scheduled(folder: Path, keep: int) -> tuple[Path, Path]:
+    """With --keep: the folder, and the file of this backup in it."""
+    if keep < 1:
+        fail(f"--keep must be 1 or more backups, not {keep}")
+    if not folder.is_dir():
+        fail(f"with --keep, PATH is the folder the backups go to: {folder} is not a folder")
+    return folder, folder / SCHEDULED.format(SystemClock().now())
 
 
 def _prune(folder: Path, keep: int) -> list[str]:
@@ -145,29 +152,10 @@ def restore(
     The database is left at the backup's schema: `hangar serve` (or `hangar db upgrade`) migrates
     a backup of an older release to this one as it starts."""
     url, keys = _restore_keys(allow_other_key)
-    target = sqlite_path(url)
-    made = target is not None and target.is_file() and target.stat().st_size == 0
-    try:
-        manifest = restoring.restore(
-            path, url, keys, force=force, allow_other_key=allow_other_key, progress=progress
-        )
-    except BackupError as exc:
-        # Reading the settings made the empty file a SQLite database starts as; a refused
-        # restore leaves nothing behind.
-        if target is not None and made and target.is_file() and not target.stat().st_size:
-            target.unlink()
-        fail(str(exc))
+    manifest = _restored(path, url, keys, force=force, allow_other_key=allow_other_key)
     readable = manifest.key_fingerprint in keys.fingerprints()
     if not readable:
-        # --allow-other-key: the backup's key is given up. Its record would keep every
-        # process from starting (hangar.wiring.secret_key), so the database now records this
-        # one, at this release's schema, which holds the record.
-        assert keys.current is not None  # --allow-other-key read the settings
-        _record_key(url, keys.current)
-        progress(
-            "the backup's webhook secrets stay unreadable: the database now names "
-            "HANGAR_SECRET_KEY as its key (migrated to this release to hold it)"
-        )
+        _give_up_the_backups_key(url, keys)
     migrate = set(manifest.revisions) != code_revisions().heads and readable
     if migrate:
         progress("the backup's schema is older: `hangar serve` migrates it as it starts")
@@ -179,6 +167,33 @@ def restore(
             "migrate": migrate,
             "webhook_secrets": "readable" if readable else "unreadable",
         }
+    )
+
+
+def _restored(path: Path, url: str, keys: Keys, *, force: bool, allow_other_key: bool) -> Manifest:
+    target = sqlite_path(url)
+    made = target is not None and target.is_file() and target.stat().st_size == 0
+    try:
+        return restoring.restore(
+            path, url, keys, force=force, allow_other_key=allow_other_key, progress=progress
+        )
+    except BackupError as exc:
+        # Reading the settings made the empty file a SQLite database starts as; a refused
+        # restore leaves nothing behind.
+        if target is not None and made and target.is_file() and not target.stat().st_size:
+            target.unlink()
+        fail(str(exc))
+
+
+def _give_up_the_backups_key(url: str, keys: Keys) -> None:
+    """--allow-other-key: the backup's key is given up. Its record would keep every process
+    from starting (hangar.wiring.secret_key), so the database now records this one, at this
+    release's schema, which holds the record."""
+    assert keys.current is not None  # --allow-other-key read the settings
+    _record_key(url, keys.current)
+    progress(
+        "the backup's webhook secrets stay unreadable: the database now names "
+        "HANGAR_SECRET_KEY as its key (migrated to this release to hold it)"
     )
 
 
