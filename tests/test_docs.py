@@ -271,6 +271,14 @@ def test_no_doc_names_a_path_that_is_not_there(doc: Path) -> None:
         assert missing_modules(text) == []
 
 
+def test_the_readme_stays_a_front_page() -> None:
+    """What hangar is, the two commands and a map of docs/: the rest lives there."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert "## The two commands" in readme
+    assert "(docs/README.md)" in readme
+
+
 def test_the_architecture_names_every_layer() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     layers = next(c for c in config["contracts"] if c.get("containers") == ["hangar"])["layers"]
