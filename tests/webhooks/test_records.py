@@ -19,7 +19,7 @@ from hangar.webhooks import claims as claims_module
 from hangar.webhooks import queue as queue_module
 from hangar.webhooks.claims import Claimed
 from hangar.webhooks.dispatcher import Dispatcher
-from hangar.webhooks.models import Attempt, Delivery
+from hangar.webhooks.models import Attempt, Delivery, Subscription
 from hangar.webhooks.records import Outcome, Recorder
 from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
@@ -161,7 +161,7 @@ async def test_an_outcome_the_database_refuses_does_not_lose_the_others(
     bad, good = await claimed(services, sender, org, 2)
     broken = outcome(services, bad, "succeeded")
     assert broken.attempt is not None
-    broken.attempt["delivery_id"] = new_id()  # no such delivery: a foreign key violation
+    broken.attempt["number"] = None  # NOT NULL: the database refuses the attempt
     recorder: Recorder[Claimed] = Recorder(services.engine)
     refused, held = await asyncio.gather(
         recorder.write(broken),
@@ -240,7 +240,7 @@ async def test_a_batch_that_fails_refills_nothing_and_says_so(
     [c] = await work.claim(1)
     broken = outcome(services, c, "succeeded")
     assert broken.attempt is not None
-    broken.attempt["delivery_id"] = new_id()  # no such delivery: a foreign key violation
+    broken.attempt["number"] = None  # NOT NULL: the database refuses the attempt
     refills = Refills(work, slots=10)
     recorder: Recorder[Claimed] = Recorder(services.engine)
     recorder.refill = refills
@@ -249,3 +249,45 @@ async def test_a_batch_that_fails_refills_nothing_and_says_so(
     # Rolled back with the batch: no lease taken; the dispatcher is told to claim itself.
     assert refills.found == [None]
     assert len(await work.claim()) == 2
+
+
+async def test_a_batch_of_successes_ends_runs_and_timing_out_but_not_a_disabled_run(
+    services: Services, org: Org, sender: Sender, receiver: Any
+) -> None:
+    """On PostgreSQL such a batch is one statement (records._SETTLE_SUCCESSES_PG): it must
+    write what the general path writes."""
+    since = services.clock.now() - timedelta(minutes=3)
+    failing = await subscribe(
+        services, org, receiver.url(), consecutive_failures=2, timing_out_since=since
+    )
+    disabled = await subscribe(
+        services, org, receiver.url() + "?b", consecutive_failures=4, timing_out_since=since
+    )
+    await fire(services, org)  # one delivery to each
+    claims = await Dispatcher(services.engine, services.clock, sender, services.secret_box).claim()
+    assert len(claims) == 2
+    async with services.engine.begin() as conn:  # another worker's fifth failure, meanwhile
+        await conn.execute(
+            update(Subscription)
+            .where(Subscription.id == disabled)
+            .values(enabled=False, consecutive_failures=5, disabled_at=services.clock.now())
+        )
+    recorder: Recorder[Claimed] = Recorder(services.engine)
+    held = await asyncio.gather(
+        *(recorder.write(outcome(services, c, "succeeded")) for c in claims)
+    )
+    assert held == [True] * 2
+    assert (await subscription(services.engine, failing))[:2] == (True, 0)
+    assert (await subscription(services.engine, disabled))[:2] == (False, 5)
+    async with services.engine.connect() as conn:
+        marks = (
+            await conn.scalars(
+                select(Subscription.timing_out_since).where(
+                    Subscription.id.in_([failing, disabled])
+                )
+            )
+        ).all()
+    assert marks == [None, None]
+    assert await attempts(services, failing) == 1
+    assert await attempts(services, disabled) == 1
+    assert await deliveries(services.engine, failing) == [("succeeded", 1)]

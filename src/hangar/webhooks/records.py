@@ -131,40 +131,45 @@ RETURNING d.id
 async def _settle_pg(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[uuid.UUID]:
     # Through SQLAlchemy's connection, as driver SQL (no compiling, no per-row processing):
     # so it is the statement that begins the batch's transaction.
-    rows = await conn.exec_driver_sql(
-        _SETTLE_PG,
-        (
-            [o.delivery_id for o in outcomes],
-            [o.lease_until for o in outcomes],
-            [o.status for o in outcomes],
-            [o.attempts_made for o in outcomes],
-            [o.next_attempt_at for o in outcomes],
-            [o.completed_at for o in outcomes],
-        ),
-    )
+    rows = await conn.exec_driver_sql(_SETTLE_PG, _settle_arrays(outcomes))
     return set(rows.scalars())
+
+
+def _settle_arrays(outcomes: Sequence[Outcome]) -> tuple[list[Any], ...]:
+    return (
+        [o.delivery_id for o in outcomes],
+        [o.lease_until for o in outcomes],
+        [o.status for o in outcomes],
+        [o.attempts_made for o in outcomes],
+        [o.next_attempt_at for o in outcomes],
+        [o.completed_at for o in outcomes],
+    )
 
 
 @dataclass(frozen=True)
 class _ArrayInsert:
     """INSERT ... SELECT FROM unnest(one array per column), for rows given as dicts keyed by
-    the table's column names; the columns and their types are the table's own."""
+    the table's column names; the columns and their types are the table's own. `rows` is the
+    unnest as a row source named `a` (its parameters numbered from `first`), for an insert
+    that filters them."""
 
     sql: str
+    rows: str
     columns: tuple[str, ...]
     json: frozenset[int]  # which columns are JSON: sent as their text
 
     @classmethod
-    def of(cls, table: Table) -> _ArrayInsert:
+    def of(cls, table: Table, first: int = 1) -> _ArrayInsert:
         pg = postgresql.dialect()  # type: ignore[no-untyped-call]
         columns = list(table.columns)
         arrays = ", ".join(
-            f"${i}::{c.type.compile(dialect=pg)}[]" for i, c in enumerate(columns, start=1)
+            f"${i}::{c.type.compile(dialect=pg)}[]" for i, c in enumerate(columns, start=first)
         )
         names = ", ".join(c.name for c in columns)
         return cls(
             # Names and types from the table's own definition, never from input.
             f"INSERT INTO {table.name} ({names}) SELECT * FROM unnest({arrays})",  # noqa: S608
+            f"unnest({arrays}) AS a ({names})",
             tuple(c.name for c in columns),
             frozenset(i for i, c in enumerate(columns) if isinstance(c.type, JSON)),
         )
@@ -177,6 +182,46 @@ class _ArrayInsert:
 
 
 _ATTEMPTS_PG = _ArrayInsert.of(cast(Table, Attempt.__table__))
+
+# PostgreSQL, a batch whose every outcome is an answered success (what a busy dispatcher
+# writes most): the settle, the attempts of the deliveries it settled, and their
+# subscriptions' runs of failures and timing-out marks cleared (written only where set), in
+# one statement. A batch's statements are round trips through an event loop busy with
+# attempts, and the slots a batch frees wait for its commit: four round trips made one were
+# a third of the time between an attempt's answer and its slot's next attempt (issue 39).
+_ATTEMPTS_AFTER_SETTLE = _ArrayInsert.of(cast(Table, Attempt.__table__), first=7)
+_SETTLE_SUCCESSES_PG = f"""
+WITH settled AS (
+    {_SETTLE_PG.strip().removesuffix("RETURNING d.id")}RETURNING d.id, d.subscription_id
+), attempts AS (
+    INSERT INTO webhook_attempts ({", ".join(_ATTEMPTS_AFTER_SETTLE.columns)})
+    SELECT * FROM {_ATTEMPTS_AFTER_SETTLE.rows}
+    WHERE a.delivery_id IN (SELECT id FROM settled)
+), answered AS (
+    UPDATE webhook_subscriptions AS s
+    SET consecutive_failures = CASE WHEN s.enabled THEN 0 ELSE s.consecutive_failures END,
+        timing_out_since = NULL
+    WHERE s.id IN (SELECT subscription_id FROM settled)
+      AND ((s.enabled AND s.consecutive_failures <> 0) OR s.timing_out_since IS NOT NULL)
+)
+SELECT id FROM settled
+"""  # noqa: S608 (names from the tables' own definitions)
+
+
+def _only_answered_successes(outcomes: Sequence[Outcome]) -> bool:
+    return all(o.counts == "success" and o.attempt is not None for o in outcomes)
+
+
+async def _settle_successes_pg(
+    conn: AsyncConnection, outcomes: Sequence[Outcome]
+) -> set[uuid.UUID]:
+    """What `_settle_pg`, the attempts' insert, `_count` and `_note_timeouts` write for a batch
+    of answered successes, in one statement; the deliveries it settled."""
+    attempts = [cast(dict[str, Any], o.attempt) for o in outcomes]
+    rows = await conn.exec_driver_sql(
+        _SETTLE_SUCCESSES_PG, (*_settle_arrays(outcomes), *_ATTEMPTS_AFTER_SETTLE.arrays(attempts))
+    )
+    return set(rows.scalars())
 
 
 class Recorder(Generic[T]):
@@ -229,6 +274,11 @@ class Recorder(Generic[T]):
         found: list[T] | None = None
         async with self._engine.begin() as conn:
             on_pg = conn.dialect.name == "postgresql"
+            if on_pg and _only_answered_successes(outcomes):
+                held = await _settle_successes_pg(conn, outcomes)
+                if held and refill is not None:
+                    found = await _refilled(conn, refill, len(outcomes))
+                return held, found
             if on_pg:
                 held = await _settle_pg(conn, outcomes)
             else:
@@ -247,9 +297,7 @@ class Recorder(Generic[T]):
             disabled = await _count(conn, mine)
             await _note_timeouts(conn, mine)
             if refill is not None:
-                # After the settling: this transaction sees those leases gone.
-                slots = refill.slots_after(len(outcomes))
-                found = await refill.claim_on(conn, slots) if slots > 0 else []
+                found = await _refilled(conn, refill, len(outcomes))
         # Counted and told once committed: a batch rolled back disabled nothing.
         for d in disabled:
             SUBSCRIPTIONS_AUTO_DISABLED.inc()
@@ -263,6 +311,12 @@ class Recorder(Generic[T]):
                 extra={"subscription_id": str(d.subscription_id), "org_id": str(d.org_id)},
             )
         return held, found
+
+
+async def _refilled(conn: AsyncConnection, refill: Refill[T], finishing: int) -> list[T]:
+    # After the settling: this transaction sees those leases gone.
+    slots = refill.slots_after(finishing)
+    return await refill.claim_on(conn, slots) if slots > 0 else []
 
 
 async def _note_timeouts(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
