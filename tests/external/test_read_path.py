@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.app import create_app
 from hangar.db.engine import make_engine
-from hangar.db.reads import READ_POOL_NAME, SQLITE_READ_POOL, Read, read_connection, reader
+from hangar.db.read_pool import READ_POOL_NAME, read_connection
+from hangar.db.reads import SQLITE_READ_POOL, Read, reader
 from hangar.external import keyed
 from hangar.fleet.models import Aircraft
 from hangar.kit.container import Services

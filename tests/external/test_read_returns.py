@@ -1,5 +1,5 @@
 """On PostgreSQL a read connection goes back to its pool without a round trip
-(hangar.db.reads): the read path leaves nothing to undo, so a request pays for no reset;
+(hangar.db.read_pool): the read path leaves nothing to undo, so a request pays for no reset;
 one that did leave a transaction open is still rolled back."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.db.reads import READ_POOL_NAME, read_connection
+from hangar.db.read_pool import READ_POOL_NAME, read_connection
 
 
 async def _last_statements(engine: AsyncEngine) -> dict[int, tuple[str, str]]:

@@ -8,7 +8,7 @@ no request at all:
 - connecting: CONNECT_TIMEOUT_S;
 - waiting for a pooled connection when all are in use: POOL_TIMEOUT_S;
 - each statement: STATEMENT_TIMEOUT_S (the public API's reads, on a pool of their own in
-  hangar.db.reads: READ_STATEMENT_TIMEOUT_S), enforced by the server (statement_timeout),
+  hangar.db.read_pool: READ_STATEMENT_TIMEOUT_S), enforced by the server (statement_timeout),
   and by the client STATEMENT_GRACE_S later in case the server cannot even say so;
 - each connection taken from SQLAlchemy's pool is checked first: one the server closed (a
   restart) or that fails the check is replaced without a word; one that gives no answer
@@ -72,7 +72,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def pg_connect_args(statement_timeout_s: float | None = STATEMENT_TIMEOUT_S) -> dict[str, Any]:
     """asyncpg's connect arguments for the deadlines above (module docstring): SQLAlchemy's
-    pool and asyncpg's own pool of the read path (hangar.db.reads) take the same."""
+    pool and asyncpg's own pool of the read path (hangar.db.read_pool) take the same."""
     # Always sent, 0 (none) included: hangar's connections hold session state (LISTEN, session
     # locks, this setting), and a connection pooler such as PgBouncer refuses a parameter at
     # start, so every one of them, a migration's too, is refused there before it does

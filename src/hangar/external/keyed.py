@@ -11,7 +11,8 @@ from fastapi import Request
 from fastapi.routing import APIRoute
 from starlette.responses import Response
 
-from hangar.db.reads import ReadConnection, read_connection
+from hangar.db.read_pool import read_connection
+from hangar.db.reads import ReadConnection
 from hangar.external.query import QuickQuery
 from hangar.http.routing import bearer, services_of
 from hangar.keys.authentication import (

@@ -13,7 +13,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, bindparam, select, update
 
-from hangar.db.reads import Read, ReadConnection, read_connection
+from hangar.db.read_pool import read_connection
+from hangar.db.reads import Read, ReadConnection
 from hangar.keys.key_format import KEY_PREFIX as KEY_PREFIX  # what the access log redacts
 from hangar.keys.key_format import hash_key, is_well_formed
 from hangar.keys.models import ApiKey

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.db.reads import close_reads
+from hangar.db.read_pool import close_reads
 from hangar.foundation.clock import Clock
 from hangar.foundation.config import Settings
 from hangar.foundation.crypto import SecretBox

@@ -14,7 +14,7 @@ from hangar.db.migrate import code_revisions
 from hangar.foundation.sqlite_files import sqlite_path
 
 # The other connections of hangar's to this database (pid, application name), of any release:
-# hangar.db.engine and hangar.db.reads name each one.
+# hangar.db.engine and hangar.db.read_pool name each one.
 HANGAR_CONNECTIONS = (
     "SELECT pid, application_name FROM pg_stat_activity "
     "WHERE datname = current_database() AND pid <> pg_backend_pid() "
