@@ -132,7 +132,7 @@ def create_app(
     app.state.keys = KeyAuthenticator(services)
     install_error_handlers(app)
     for router in (
-        external.router,  # first: the public API takes most requests
+        *external.ROUTERS,  # first: the public API takes most requests
         health.router,
         health.live_router,
         metrics_endpoint.router,  # GET /metrics, when HANGAR_METRICS_TOKEN is set

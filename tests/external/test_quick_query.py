@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hangar.external.query import QuickQuery
-from hangar.external.routes import router
+from hangar.external.routes import ROUTERS
 
 Names = Annotated[list[str], Query()]
 MaybeNames = Annotated[list[str] | None, Query()]
-ROUTES = [route for route in router.routes if isinstance(route, APIRoute)]
+ROUTES = [route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)]
 
 # Values every parameter is tried with: valid and invalid for each kind the API declares
 # (digits with bounds, free text, enumerations, strict booleans, date-times with offsets,
