@@ -20,6 +20,7 @@ from hangar.web import (
     password_reset,
     settings,
     two_factor,
+    webhook_deliveries,
     webhooks,
 )
 
@@ -33,6 +34,7 @@ for _part in (
     two_factor,
     keys,
     webhooks,
+    webhook_deliveries,
     audit_log,
     docs,
     event_schemas,

@@ -1,5 +1,6 @@
-"""/settings/{org_id}/webhooks: subscriptions, Enable, Rotate secret, Test, the delivery log
-with the subscription's health above it, Redeliver, and Recover (the page's `#recover`).
+"""/settings/{org_id}/webhooks: subscriptions, Enable, Rotate secret and Test. (A
+subscription's page, with its health, delivery log, Redeliver and Recover:
+web.webhook_deliveries.)
 
 Validation is the management API's own: its request models (webhooks.service) and then the
 command functions (webhooks.subscriptions), whose refusals are shown beside the field they
@@ -12,7 +13,7 @@ which shows the secret once. It is carried there sealed in a short-lived cookie
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypedDict
 from urllib.parse import urlencode
 
@@ -22,31 +23,21 @@ from starlette.responses import Response
 
 from hangar.http.routing import Now, ServicesDep, Tx, path_id
 from hangar.kit.container import Services
-from hangar.kit.errors import ApiError
 from hangar.web import shown_once
 from hangar.web.access import Admin, AdminForm, AdminPage, Submitted
-from hangar.web.delivery_log import log_view
 from hangar.web.events import EVENTS
-from hangar.web.forms import grace_hours, parse, submit
-from hangar.web.health_chart import charts
+from hangar.web.forms import grace_hours, submit
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
 from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
-from hangar.webhooks.samples import TESTABLE
 from hangar.webhooks.secrets import whsec_form
 from hangar.webhooks.service import (
-    DELIVERY,
-    REDELIVERY_LIMITS,
     SUBSCRIPTION,
-    TEST_FIRE_LIMITS,
     NewSubscription,
     NewSubscriptionView,
-    RecoverBody,
     SecretRotation,
     SubscriptionEdit,
     SubscriptionView,
-    duration_words,
-    percent_words,
 )
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
@@ -72,7 +63,9 @@ def status_words(sub: SubscriptionView) -> str:
     return "Enabled"
 
 
-def _page(admin: Admin, **context: Any) -> dict[str, Any]:
+def page_context(admin: Admin, **context: Any) -> dict[str, Any]:
+    """What every webhook screen shows besides its own: the section, the status words, the
+    event catalogue."""
     return admin.page(
         section="webhooks",
         status_words=status_words,
@@ -90,7 +83,7 @@ async def list_subscriptions(
     return render(
         request,
         "webhooks.html",
-        **_page(
+        **page_context(
             admin,
             subs=found,
             done=request.query_params.get("done", ""),
@@ -117,7 +110,7 @@ def _form(
         request,
         "webhook_form.html",
         status,
-        **_page(admin, sub=sub, values=values, errors=errors or {}),
+        **page_context(admin, sub=sub, values=values, errors=errors or {}),
     )
 
 
@@ -177,9 +170,9 @@ async def shown(
     secret = held.get("secret")
     if isinstance(secret, str):
         new = NewSubscriptionView(**sub, secret=secret, secret_whsec=whsec_form(secret))
-        context = _page(admin, sub=new, rotated=held.get("rotated") is True)
+        context = page_context(admin, sub=new, rotated=held.get("rotated") is True)
     else:
-        context = _page(admin, sub=sub, gone=True)
+        context = page_context(admin, sub=sub, gone=True)
     page = render(request, "webhook_secret.html", **context)
     return shown_once.forget(page, services, view)
 
@@ -216,7 +209,7 @@ async def edit(
 @router.get("/{sub_id}/delete")
 async def delete_form(request: Request, admin: AdminPage, conn: Tx, sub_id: str) -> Response:
     sub = await _one(conn, admin, sub_id)
-    return render(request, "webhook_delete.html", **_page(admin, sub=sub))
+    return render(request, "webhook_delete.html", **page_context(admin, sub=sub))
 
 
 @router.post("/{sub_id}/delete")
@@ -239,7 +232,7 @@ def _rotate_form(
         request,
         "webhook_rotate.html",
         status,
-        **_page(
+        **page_context(
             admin,
             sub=sub,
             grace=grace or str(service.DEFAULT_GRACE_HOURS),
@@ -293,133 +286,3 @@ async def test(
     await service.fire_test(conn, services, admin.org_id, target, now, by=admin.who, event=event)
     query = urlencode({"done": "test", "event": event})
     return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?{query}")
-
-
-class RecoverForm(TypedDict):
-    """The Recover form as the page shows it: `since` as its field holds it (UTC, to the
-    minute, as a datetime-local field takes it) and what was refused, by field."""
-
-    since: str
-    errors: dict[str, str]
-
-
-def _field_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M")
-
-
-@router.get("/{sub_id}/deliveries")
-async def deliveries(
-    request: Request, services: ServicesDep, admin: AdminPage, conn: Tx, now: Now, sub_id: str
-) -> Response:
-    return await _deliveries_page(request, services, admin, conn, now, sub_id)
-
-
-async def _deliveries_page(
-    request: Request,
-    services: Services,
-    admin: Admin,
-    conn: AsyncConnection,
-    now: datetime,
-    sub_id: str,
-    *,
-    status: int = 200,
-    recover: RecoverForm | None = None,
-) -> Response:
-    """The subscription's page: its health, Recover and its delivery log. With `recover`,
-    the answer to a Recover form it refused (shown again with why, and never reloading
-    itself: the reload would post the form again)."""
-    target = path_id(sub_id, SUBSCRIPTION)
-    sub = await service.get(conn, admin.org_id, target)
-    health = await service.subscription_health(conn, services, admin.org_id, target, now)
-    url = f"/settings/{admin.org_id}/webhooks/{target}/deliveries"
-    log = await log_view(
-        conn, services.cursor_keys, admin.org_id, target, url, request.query_params
-    )
-    if recover is None:
-        since = await service.recover_from(conn, services, sub, now)
-        recover = RecoverForm(since=_field_time(since), errors={})
-    retention = services.settings.delivery_retention_days
-    shown = log.context()
-    if status != 200:
-        shown["pending"] = False
-    return render(
-        request,
-        "deliveries.html",
-        status if status != 200 else (400 if log.bad else 200),
-        **_page(
-            admin,
-            sub=sub,
-            health=health,
-            charts=charts(health),
-            duration_words=duration_words,
-            percent_words=percent_words,
-            done=request.query_params.get("done", "") if status == 200 else "",
-            testable=TESTABLE,
-            tested=_tested(request.query_params.get("event")),
-            test_limit=TEST_FIRE_LIMITS[0].label,
-            redelivery_limit=REDELIVERY_LIMITS[0].label,
-            recover=recover,
-            recovery=await service.latest_recovery(conn, target),
-            # To the minute, the first whole one inside retention: the field's least value.
-            recover_earliest=_field_time(now - timedelta(days=retention, minutes=-1)),
-            recover_latest=_field_time(now),
-            max_recovered=service.MAX_RECOVERED,
-            **shown,
-        ),
-    )
-
-
-def _tested(event: str | None) -> str:
-    """The event the last Test sent, as its redirect names it (one the page offers only)."""
-    return event if event in TESTABLE else TEST_PING
-
-
-@router.post("/{sub_id}/deliveries/{delivery_id}/redeliver")
-async def redeliver(
-    services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str, delivery_id: str
-) -> Response:
-    admin = posted.admin
-    target = path_id(sub_id, SUBSCRIPTION)
-    delivery = path_id(delivery_id, DELIVERY)
-    await service.redeliver(conn, services, admin.org_id, target, delivery, now, by=admin.who)
-    return redirect(f"/settings/{admin.org_id}/webhooks/{target}/deliveries?done=redelivered")
-
-
-def _as_utc(typed: str) -> str:
-    """The form's time as the API takes it: a datetime-local field sends no offset, and the
-    screens speak UTC, so one without an offset is UTC; one with an offset keeps it."""
-    try:
-        parsed = datetime.fromisoformat(typed)
-    except ValueError:
-        return typed  # refused by the request model, in words below
-    return typed if parsed.tzinfo is not None else f"{typed}Z"
-
-
-@router.post("/{sub_id}/recover")
-async def recover(
-    request: Request, services: ServicesDep, posted: AdminForm, conn: Tx, now: Now, sub_id: str
-) -> Response:
-    admin = posted.admin
-    target = path_id(sub_id, SUBSCRIPTION)
-    typed = posted.text("since").strip()
-    body, refused = parse(RecoverBody, {"since": _as_utc(typed)})
-    status = 422
-    if body is None:
-        refused = {"since": "Enter a date and time in UTC, such as 2026-05-03T10:00."}
-    else:
-        try:
-            await service.recover(conn, services, admin.org_id, target, body, now, by=admin.who)
-        except ApiError as exc:
-            # 404 stays the error page; a refusal of this form is shown beside it.
-            if exc.status not in (409, 422):
-                raise
-            status = exc.status
-            said = exc.errors[0]["msg"] if exc.errors else exc.detail
-            refused = {"since" if exc.status == 422 else "form": said[:1].upper() + said[1:]}
-        else:
-            page = f"/settings/{admin.org_id}/webhooks/{target}/deliveries"
-            return redirect(f"{page}?done=recovered#recover")
-    form = RecoverForm(since=typed, errors=refused)
-    return await _deliveries_page(
-        request, services, admin, conn, now, sub_id, status=status, recover=form
-    )
