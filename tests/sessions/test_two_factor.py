@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from hangar.accounts import service as accounts
 from hangar.app import create_app
-from hangar.auth.two_factor import CHALLENGE_COOKIE
+from hangar.auth.challenges import CHALLENGE_COOKIE
 from hangar.kit.container import Services
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

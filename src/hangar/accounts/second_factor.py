@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts.service import address_budget, record_for_account, spent
 from hangar.audit.service import OPERATOR
-from hangar.auth import sessions, two_factor, users
+from hangar.auth import challenges, sessions, two_factor, users
 from hangar.kit import ratelimit
 from hangar.kit.container import Services
 from hangar.kit.errors import Conflict, NotFound, RateLimited, Unauthorized, Unprocessable
@@ -55,7 +55,7 @@ async def verify_second_factor(
     are guessed from many addresses otherwise."""
     now = services.clock.now()
     async with services.engine.connect() as conn:
-        user_id = await two_factor.challenged(conn, token, now)
+        user_id = await challenges.challenged(conn, token, now)
     if user_id is None or token is None:
         raise Unauthorized(
             "Sign in with your password first: no sign-in is waiting for a code, or it has expired",
@@ -73,7 +73,7 @@ async def verify_second_factor(
             )
             email = (await users.emails_of(conn, [user_id])).get(user_id)
             # Ended with the session's start: of two uses of one challenge, one wins.
-            if proven and email and await two_factor.end_challenge(conn, token):
+            if proven and email and await challenges.end_challenge(conn, token):
                 new = await started(conn, await sessions.start(conn, user_id, email, now))
     finally:
         if new is not None:

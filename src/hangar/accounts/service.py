@@ -59,7 +59,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.accounts.models import PasswordReset
 from hangar.audit import service as audit
 from hangar.audit.service import Who
-from hangar.auth import sessions, two_factor, users
+from hangar.auth import challenges, sessions, two_factor, users
 from hangar.auth.passwords import hashed
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
@@ -164,7 +164,7 @@ async def _signed_in_or_challenged(
 ) -> Started | Challenged:
     user_id, email = account
     if await two_factor.is_enabled(conn, user_id):
-        return Challenged(await two_factor.challenge(conn, user_id, now))
+        return Challenged(await challenges.challenge(conn, user_id, now))
     return await started(conn, await sessions.start(conn, user_id, email, now))
 
 

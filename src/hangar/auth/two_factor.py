@@ -10,9 +10,8 @@ authenticator app reads it) and ten one-time recovery codes, as GitHub's.
 - Recovery codes: 80 random bits each (16 base32 characters, shown in groups of four); only
   their SHA-256 is stored (80 bits are out of reach of a search, as a session token's are),
   each works once, and new ones replace all the old.
-- Between the password and the code, the browser holds a challenge (its own cookie): 256
-  random bits, SHA-256 stored, for CHALLENGE_LIFETIME, one live per account; the code ends
-  it and a session begins.
+- Between the password and the code, the browser holds a challenge (hangar.auth.challenges);
+  the code ends it and a session begins.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import logging
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pyotp
 import segno
@@ -41,8 +40,6 @@ log = logging.getLogger("hangar.accounts")
 ISSUER = "hangar"
 STEP_SECONDS = 30
 RECOVERY_CODES = 10
-CHALLENGE_COOKIE = "hangar_two_factor"
-CHALLENGE_LIFETIME = timedelta(minutes=5)
 # The purpose the secrets are sealed under; changing it would leave every one unreadable.
 SECRETS_PURPOSE = "two-factor-secrets"
 _CODE_DIGITS = 6
@@ -273,47 +270,6 @@ async def remove(conn: AsyncConnection, user_id: uuid.UUID) -> bool:
     await conn.execute(delete(SignInChallenge).where(SignInChallenge.user_id == user_id))
     gone = await conn.execute(
         delete(TwoFactor).where(TwoFactor.user_id == user_id).returning(TwoFactor.user_id)
-    )
-    return gone.first() is not None
-
-
-# --- the challenge between the password and the code ------------------------------------
-
-
-async def challenge(conn: AsyncConnection, user_id: uuid.UUID, now: datetime) -> str:
-    """A new challenge for the account, replacing any earlier one: the cookie's value."""
-    token = secrets.token_urlsafe(32)
-    await conn.execute(delete(SignInChallenge).where(SignInChallenge.user_id == user_id))
-    await conn.execute(
-        insert(SignInChallenge).values(
-            id=new_id(),
-            user_id=user_id,
-            token_hash=token_digest(token),
-            created_at=now,
-            expires_at=now + CHALLENGE_LIFETIME,
-        )
-    )
-    return token
-
-
-async def challenged(conn: AsyncConnection, token: str | None, now: datetime) -> uuid.UUID | None:
-    """The account a live challenge is for, or None."""
-    if not token or len(token) > 100:
-        return None
-    found: uuid.UUID | None = await conn.scalar(
-        select(SignInChallenge.user_id).where(
-            SignInChallenge.token_hash == token_digest(token), SignInChallenge.expires_at > now
-        )
-    )
-    return found
-
-
-async def end_challenge(conn: AsyncConnection, token: str) -> bool:
-    """The challenge is used up; False when it was already (two uses at once: one wins)."""
-    gone = await conn.execute(
-        delete(SignInChallenge)
-        .where(SignInChallenge.token_hash == token_digest(token))
-        .returning(SignInChallenge.id)
     )
     return gone.first() is not None
 

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Depends, Request
 from starlette.responses import Response
 
-from hangar.auth import sessions, two_factor
+from hangar.auth import challenges, sessions
 from hangar.http import idempotency
 from hangar.http.routing import ServicesDep, before_body, client_of, path_id, services_of
 from hangar.kit.container import Services
@@ -118,9 +118,9 @@ def set_session_cookie(response: Response, services: Services, token: str) -> No
 
 
 def set_challenge_cookie(response: Response, services: Services, token: str) -> None:
-    """The cookie of a sign-in waiting for its second factor (hangar.auth.two_factor), for
+    """The cookie of a sign-in waiting for its second factor (hangar.auth.challenges), for
     its few minutes, as the session cookie is otherwise."""
-    cookie, lifetime = two_factor.CHALLENGE_COOKIE, two_factor.CHALLENGE_LIFETIME
+    cookie, lifetime = challenges.CHALLENGE_COOKIE, challenges.CHALLENGE_LIFETIME
     _set_cookie(response, services, cookie, token, lifetime)
 
 

@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from starlette.responses import Response
 
 from hangar.accounts import second_factor
-from hangar.auth import sessions, two_factor
+from hangar.auth import challenges, sessions
 from hangar.http.access import csrf_if_signed_in, current_session, set_session_cookie
 from hangar.http.responses import json_response
 from hangar.http.routing import JsonRoute, ServicesDep, client_of
@@ -66,12 +66,12 @@ async def turn_off(
 async def verify(request: Request, services: ServicesDep, body: CodeOrRecoveryCode) -> Response:
     new = await second_factor.verify_second_factor(
         services,
-        request.cookies.get(two_factor.CHALLENGE_COOKIE),
+        request.cookies.get(challenges.CHALLENGE_COOKIE),
         client_of(request),
         code=body.code,
         recovery_code=body.recovery_code,
     )
     response = json_response(new.view)
     set_session_cookie(response, services, new.token)
-    response.delete_cookie(two_factor.CHALLENGE_COOKIE, path="/")
+    response.delete_cookie(challenges.CHALLENGE_COOKIE, path="/")
     return response

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from hangar.accounts.second_factor import typed_code, verify_second_factor
 from hangar.accounts.service import Challenged, sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
-from hangar.auth.two_factor import CHALLENGE_COOKIE
+from hangar.auth.challenges import CHALLENGE_COOKIE
 from hangar.http.access import set_challenge_cookie
 from hangar.http.routing import ServicesDep, Tx, client_of
 from hangar.kit.container import Services
