@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from hangar.foundation.smtp_settings import is_one_sender, smtp_url_problem
 from hangar.foundation.sqlite_files import private_sqlite, secret_beside, sqlite_path
 
 DEFAULT_DATABASE_URL = "sqlite:///./hangar.db"
@@ -256,21 +256,11 @@ def previous_secret_keys(env: Mapping[str, str], current: str) -> tuple[str, ...
     return tuple(dict.fromkeys(keys))  # a key listed twice is tried once
 
 
-SMTP_SCHEMES = ("smtp", "smtps", "smtp+insecure")
-# `hangar@example.org`, or `Display Name <hangar@example.org>`: exactly one address, on one line.
-_ADDR_SPEC = r"[^\s<>,;\"()@]+@[^\s<>,;\"()@]+"
-_ONE_SENDER = re.compile(rf"{_ADDR_SPEC}|[^<>,;\r\n]*<{_ADDR_SPEC}>")
-
-
 def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """HANGAR_SMTP_URL and HANGAR_MAIL_FROM, both or neither: (smtp_url, mail_from).
-
-    The URL is `smtp://` (STARTTLS required), `smtps://` (TLS from the first byte) or
-    `smtp+insecure://` (no TLS, no credentials: a relay on this machine), then
-    `[user:password@]host[:port]`, nothing after the port. MAIL_FROM is one
-    address, optionally with a display name (`Hangar <hangar@example.org>`). Half a setting
-    is refused rather than ignored: an operator who set one meant links to go by mail, and
-    silently showing them to admins instead would defeat that.
+    """HANGAR_SMTP_URL and HANGAR_MAIL_FROM, both or neither: (smtp_url, mail_from); what each
+    may be: hangar.foundation.smtp_settings. Half a setting is refused rather than ignored: an
+    operator who set one meant links to go by mail, and silently showing them to admins
+    instead would defeat that.
     """
     url = (env.get("HANGAR_SMTP_URL") or "").strip()
     sender = (env.get("HANGAR_MAIL_FROM") or "").strip()
@@ -282,30 +272,10 @@ def mail_settings(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     ):
         if not value:
             raise ConfigError(f"{name} is required when {other} is set: set both, or neither")
-    parts = urlsplit(url)
-    # Never quote the URL back: it may hold the mail server's password.
-    if parts.scheme not in SMTP_SCHEMES:
-        raise ConfigError(
-            "HANGAR_SMTP_URL must start with smtp://, smtps:// or smtp+insecure://, such as "
-            "smtps://user:password@mail.example.org:465"
-        )
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    extra = parts.path not in ("", "/") or parts.query or parts.fragment
-    if not parts.hostname or port in (-1, 0) or extra:
-        raise ConfigError(
-            "HANGAR_SMTP_URL must be smtp://, smtps:// or smtp+insecure:// followed by "
-            "[user:password@]host[:port] "
-            "and nothing else, such as smtps://user:password@mail.example.org:465"
-        )
-    if parts.scheme == "smtp+insecure" and (parts.username or parts.password):
-        raise ConfigError(
-            "HANGAR_SMTP_URL: smtp+insecure:// sends in clear, so it takes no user or password "
-            "(hangar never sends its mail password in clear): use smtps:// or smtp://"
-        )
-    if not _ONE_SENDER.fullmatch(sender) or len(sender) > 400:
+    wrong = smtp_url_problem(url)
+    if wrong is not None:
+        raise ConfigError(wrong)
+    if not is_one_sender(sender):
         raise ConfigError(
             "HANGAR_MAIL_FROM must be one mail address, such as hangar@example.org or "
             f"'Hangar <hangar@example.org>', not {sender!r}"
