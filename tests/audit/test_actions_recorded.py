@@ -14,7 +14,7 @@ import pyotp
 from sqlalchemy import update
 
 from hangar.accounts import second_factor
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.audit.service import OPERATOR
 from hangar.keys import service as keys
 from hangar.kit.container import Services
@@ -124,7 +124,7 @@ async def test_each_admin_action_says_who_from_where_what_and_to_which_target(
     pilot = "pilot.reset@example.org"
     pilot_id = await org.member("member", email=pilot, password=PASSWORD)
     async with services.engine.begin() as conn:
-        reset = await accounts.issue_reset(conn, pilot, clock.now())
+        reset = await password_reset.issue_reset(conn, pilot, clock.now())
         operator_key = await keys.issue_by_operator(
             conn, org.id, name="ops", scopes=["read:aircraft"], now=clock.now()
         )

@@ -11,9 +11,9 @@ import httpx
 import pyotp
 from sqlalchemy import func, select
 
-from hangar.accounts import service as accounts
 from hangar.accounts.models import PasswordReset
-from hangar.accounts.service import token_hash
+from hangar.accounts.service import password_reset
+from hangar.accounts.service.password_reset import token_hash
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
 from tests.fixtures.cli import Cli, api, services_of
@@ -269,6 +269,6 @@ async def test_reset_links_are_mailed_to_one_account_at_most_every_20_minutes(cl
         )
     assert last is not None
     async with cli.engine.begin() as conn:
-        later = last + accounts.RESET_MAIL_SPACING
-        issued = await accounts.issue_reset(conn, email, later, to_be_mailed=True)
+        later = last + password_reset.RESET_MAIL_SPACING
+        issued = await password_reset.issue_reset(conn, email, later, to_be_mailed=True)
     assert issued.email == email

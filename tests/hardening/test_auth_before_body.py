@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from starlette.types import Message
 
-from hangar.accounts.service import ADDRESS_LIMITS
+from hangar.accounts.service.sign_in import ADDRESS_LIMITS
 from hangar.app import create_app
 from hangar.auth.sessions import COOKIE
 from hangar.http.routing import JsonRoute

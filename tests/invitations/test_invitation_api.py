@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.auth import users
 from hangar.kit.container import Services
 from hangar.orgs.invitations import LIFETIME
@@ -488,8 +488,8 @@ async def test_an_account_whose_memberships_are_gone_never_takes_a_password_thro
 
     # Frank himself gets the operator's recovery link, then accepts signed in.
     async with org.engine.begin() as conn:
-        reset = await accounts.issue_reset(conn, "frank@example.org", services.clock.now())
-    await accounts.choose_new_password(services, reset.token, "frank's own")
+        reset = await password_reset.issue_reset(conn, "frank@example.org", services.clock.now())
+    await password_reset.choose_new_password(services, reset.token, "frank's own")
     async with browser(services) as person:
         assert (await sign_in(person, "frank@example.org", "frank's own")).status_code == 200
         accepted = await person.post(f"/api/invitations/{token_of(created)}/accept")

@@ -38,7 +38,7 @@ from scripts.scratch import free_port
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.accounts.service import ADDRESS_LIMITS
+from hangar.accounts.service.sign_in import ADDRESS_LIMITS
 from hangar.auth import sessions
 from hangar.fleet.models import Aircraft
 from hangar.foundation.clock import SystemClock

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.auth import passwords, sessions
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
@@ -29,7 +29,7 @@ GONE = "This password reset link is not valid or has expired"
 async def issued(engine: AsyncEngine, email: str, clock: FakeClock) -> str:
     """A recovery link's token for `email`'s account, as the operator's command makes it."""
     async with engine.begin() as conn:
-        return (await accounts.issue_reset(conn, email, clock.now())).token
+        return (await password_reset.issue_reset(conn, email, clock.now())).token
 
 
 async def reset(person: httpx.AsyncClient, token: str, password: str) -> httpx.Response:
@@ -76,7 +76,7 @@ async def test_the_link_sets_the_password_signs_in_and_signs_every_other_session
 
 
 async def test_a_link_works_for_24_hours(services: Services, org: Org, clock: FakeClock) -> None:
-    assert accounts.RESET_LIFETIME.total_seconds() == 24 * 3600
+    assert password_reset.RESET_LIFETIME.total_seconds() == 24 * 3600
     early = f"early-{uuid.uuid4().hex[:8]}@example.org"
     late = f"late-{uuid.uuid4().hex[:8]}@example.org"
     for email in (early, late):
@@ -191,10 +191,12 @@ async def test_the_form_states_the_one_password_rule(
 
 
 def test_the_mail_and_the_refusal_say_link_in_plain_words(clock: FakeClock) -> None:
-    issued = accounts.IssuedReset(uuid.uuid4(), "pat@example.org", "t0ken", clock.now())
-    mail = accounts.reset_mail(issued, "https://hangar.example/password-reset/t0ken", clock.now())
+    issued = password_reset.IssuedReset(uuid.uuid4(), "pat@example.org", "t0ken", clock.now())
+    mail = password_reset.reset_mail(
+        issued, "https://hangar.example/password-reset/t0ken", clock.now()
+    )
     assert mail.subject == "Your hangar password reset link"
     assert "A password reset link was made for your hangar account, pat@example.org." in mail.body
     assert "Open this link to choose a new password:" in mail.body
-    refused = accounts.reset_not_valid()
+    refused = password_reset.reset_not_valid()
     assert refused.detail == "This password reset link is not valid or has expired"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import trustme
 
-from hangar.accounts.service import ACCOUNT_LIMITS, ADDRESS_LIMITS
+from hangar.accounts.service.sign_in import ACCOUNT_LIMITS, ADDRESS_LIMITS
 from hangar.kit.container import Services
 from tests.fixtures.environment import PG_URL, REDIS_URL
 from tests.fixtures.serve_process import serve_process

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from hangar.accounts.service import ACCOUNT_LIMITS, ADDRESS_LIMITS
+from hangar.accounts.service.sign_in import ACCOUNT_LIMITS, ADDRESS_LIMITS
 from hangar.auth import passwords, sessions
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.pages import login_form

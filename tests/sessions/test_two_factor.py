@@ -15,7 +15,7 @@ import pyotp
 import pytest
 from sqlalchemy import text
 
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.app import create_app
 from hangar.auth.challenges import CHALLENGE_COOKIE
 from hangar.kit.container import Services
@@ -328,7 +328,7 @@ async def test_a_recovery_link_sets_the_password_but_the_code_is_still_asked(
     password it sets takes effect, and the page then asks for the code, as /login does."""
     app, _ = await turned_on(services, person, clock)
     async with services.engine.begin() as conn:
-        reset = await accounts.issue_reset(conn, person, clock.now())
+        reset = await password_reset.issue_reset(conn, person, clock.now())
     async with browser(services) as c:
         page = await c.get(f"/password-reset/{reset.token}")
         chosen = await c.post(

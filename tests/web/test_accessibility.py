@@ -22,7 +22,7 @@ import pyotp
 import pytest
 from sqlalchemy import update
 
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.app import create_app
 from hangar.kit.container import Services
 from hangar.orgs.members import Contact, invite_member
@@ -378,7 +378,7 @@ async def _world(services: Services, org: Org, other: Org) -> _World:
             conn, org.id, Contact(f"axe-new-{tag}@example.org"), role="member", now=now
         )
         mine = await invite_member(conn, inviting.id, Contact(email), role="member", now=now)
-        reset = await accounts.issue_reset(conn, pilot, now)
+        reset = await password_reset.issue_reset(conn, pilot, now)
     return _World(
         email,
         third.id,

@@ -16,7 +16,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.accounts.service import address_budget, record_for_account, spent
+from hangar.accounts.service import record_for_account
+from hangar.accounts.service.sign_in import address_budget, spent
 from hangar.audit.service import OPERATOR
 from hangar.auth import challenges, sessions, two_factor, users
 from hangar.kit import ratelimit

@@ -18,7 +18,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.accounts import second_factor
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
 from hangar.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from hangar.cli.common import (
     OrgOption,
@@ -162,17 +162,17 @@ def user_reset_password(email: Email) -> None:
 
     mailer = mailer_of(current)
 
-    async def work(conn: AsyncConnection) -> accounts.IssuedReset:
-        return await accounts.issue_reset(conn, email, now, to_be_mailed=mailer is not None)
+    async def work(conn: AsyncConnection) -> password_reset.IssuedReset:
+        return await password_reset.issue_reset(conn, email, now, to_be_mailed=mailer is not None)
 
     issued = run_in_transaction(current, work)
-    url = accounts.reset_link(current.public_url, issued.token)
+    url = password_reset.reset_link(current.public_url, issued.token)
     out: dict[str, Any] = {"user_id": str(issued.user_id), "email": issued.email}
     if mailer is None:
         out["reset_url"] = url
     else:
         try:
-            asyncio.run(mailer.send(accounts.reset_mail(issued, url, now)))
+            asyncio.run(mailer.send(password_reset.reset_mail(issued, url, now)))
             out["sent"] = True
         except NotSent as why:
             out |= {"sent": False, "reset_url": url}

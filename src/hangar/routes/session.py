@@ -1,6 +1,6 @@
 """POST/GET/DELETE /api/session: signing in and out (interfaces.md §3).
 
-The actions are accounts/service.py's, shared with the /login form. Signing in runs
+The actions are accounts/service/sign_in.py's, shared with the /login form. Signing in runs
 in a transaction of its own (its body is validated and the failure budgets checked before
 any database work); who-am-I and signing out in the request's (`Tx`)."""
 
@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from hangar.accounts import service
+from hangar.accounts.service import sign_in as accounts
 from hangar.auth import passwords, sessions
 from hangar.http.access import current_session, set_challenge_cookie, set_session_cookie
 from hangar.http.error_handlers import error_response
@@ -37,19 +37,19 @@ async def address_budget_left(request: Request) -> None:
     if getattr(request.state, "sign_in_address_checked", False):
         return
     services = services_of(request)
-    await service.refuse_spent_address(services, client_of(request), services.clock.now())
+    await accounts.refuse_spent_address(services, client_of(request), services.clock.now())
     request.state.sign_in_address_checked = True
 
 
 @router.post("/api/session", dependencies=[Depends(address_budget_left)])
 async def sign_in(request: Request, services: ServicesDep, credentials: Credentials) -> Response:
-    new = await service.sign_in_or_refuse(
+    new = await accounts.sign_in_or_refuse(
         services, credentials.email, credentials.password, client_of(request)
     )
-    if isinstance(new, service.Challenged):
+    if isinstance(new, accounts.Challenged):
         # The password was right; the account's code comes next, with this cookie
         # (POST /api/session/two-factor/verify).
-        needed = service.two_factor_required()
+        needed = accounts.two_factor_required()
         response = error_response(needed.status, needed.code, needed.detail, None, needed.headers)
         set_challenge_cookie(response, services, new.token)
         return response
@@ -69,7 +69,7 @@ async def who_am_i(
 async def sign_out(
     signed_in: Annotated[sessions.SignedIn, Depends(current_session)], conn: Tx
 ) -> Response:
-    await service.sign_out(conn, signed_in.session_id)
+    await accounts.sign_out(conn, signed_in.session_id)
     response = Response(status_code=204)
     response.delete_cookie(sessions.COOKIE, path="/")
     return response

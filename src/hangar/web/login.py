@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hangar.accounts.second_factor import typed_code, verify_second_factor
-from hangar.accounts.service import Challenged, sign_in_or_refuse, sign_out
+from hangar.accounts.service.sign_in import Challenged, sign_in_or_refuse, sign_out
 from hangar.auth import passwords, sessions
 from hangar.auth.challenges import CHALLENGE_COOKIE
 from hangar.http.access import set_challenge_cookie

@@ -12,7 +12,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hangar.accounts import service as accounts
+from hangar.accounts.service import password_reset
+from hangar.accounts.service.sign_in import Challenged
 from hangar.http.routing import ServicesDep, client_of
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
@@ -22,7 +23,7 @@ from hangar.web.pages import PageExit, PageRoute, error_page, render
 
 router = APIRouter(route_class=PageRoute)
 
-RESET_FORM = DoubleSubmit("hangar_reset_csrf", accounts.RESET_PATH.rstrip("/"))
+RESET_FORM = DoubleSubmit("hangar_reset_csrf", password_reset.RESET_PATH.rstrip("/"))
 
 
 def _gone(request: Request) -> PageExit:
@@ -32,15 +33,15 @@ def _gone(request: Request) -> PageExit:
             404,
             "Password reset link not valid",
             "This password reset link is not valid or has expired. Links work once and for "
-            f"{int(accounts.RESET_LIFETIME.total_seconds() // 3600)} hours, and only the "
+            f"{int(password_reset.RESET_LIFETIME.total_seconds() // 3600)} hours, and only the "
             "newest one made for an account: ask the operator for a new one.",
         )
     )
 
 
-async def _opened(request: Request, services: Services, token: str) -> accounts.OpenReset:
+async def _opened(request: Request, services: Services, token: str) -> password_reset.OpenReset:
     async with services.engine.connect() as conn:
-        found = await accounts.find_reset(conn, token, services.clock.now())
+        found = await password_reset.find_reset(conn, token, services.clock.now())
     if found is None:
         raise _gone(request)
     return found
@@ -49,7 +50,7 @@ async def _opened(request: Request, services: Services, token: str) -> accounts.
 def _form(
     request: Request,
     services: Services,
-    found: accounts.OpenReset,
+    found: password_reset.OpenReset,
     token: str,
     *,
     status: int = 200,
@@ -88,12 +89,14 @@ async def reset_form(request: Request, services: ServicesDep, token: str) -> Res
     if problem is not None:
         return again(422, problem)
     try:
-        new = await accounts.choose_new_password(services, token, password, client_of(request))
+        new = await password_reset.choose_new_password(
+            services, token, password, client_of(request)
+        )
     except ApiError as refused:
         if refused.status != 404:  # busy hashing (429): the error page says so
             raise
         raise _gone(request) from refused  # used or replaced since the page was opened
-    if isinstance(new, accounts.Challenged):  # the password is set; the code comes next
+    if isinstance(new, Challenged):  # the password is set; the code comes next
         response = to_code_form(services, new.token, "/settings")
         RESET_FORM.clear(response)
         return response
