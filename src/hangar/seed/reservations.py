@@ -6,11 +6,12 @@ float arithmetic; every datetime a row can start at is built once, up front.
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from hangar.foundation.ids import new_id
 from hangar.seed.common import DAY, Row, at, ms, table
@@ -64,6 +65,8 @@ _HOURS = {
     "flight_review": (2.0,),
     "checkout": (1.5, 2.0),
 }
+# Each activity's lengths, as the rows take them: (the timedelta, the hours).
+_LENGTHS = {a: [(timedelta(hours=h), h) for h in hours] for a, hours in _HOURS.items()}
 _PAST = table(
     (
         ("completed", 78),
@@ -108,6 +111,19 @@ def _slots(now: datetime) -> tuple[list[float], list[float]]:
     return past, ahead
 
 
+class _Choose(Protocol):
+    def __call__(self, values: Sequence[T], /) -> T: ...
+
+
+def _chooser(random_: Callable[[], float]) -> _Choose:
+    """What rng.choice does, for a third of its cost: it runs ten times a row."""
+
+    def choice(values: Sequence[T]) -> T:
+        return values[int(random_() * len(values))]
+
+    return choice
+
+
 def reservation_rows(
     org_id: uuid.UUID,
     count: int,
@@ -122,66 +138,33 @@ def reservation_rows(
     bookings made about the same time. Writing in that order also keeps the inserts into
     both of the table's indexes on a few hot pages instead of all over them."""
     random_ = rng.random
-
-    def choice(values: Sequence[T]) -> T:
-        # What rng.choice does, for a third of its cost: it runs ten times a row.
-        return values[int(random_() * len(values))]
-
+    choice = _chooser(random_)
     now_ts = now.timestamp()
-    past, ahead = _slots(now)
-    every = past + ahead
-    # When each booking is for and when it was made are drawn for every row first (floats
-    # only: a few dozen bytes a row), so that the rows can then be made in booking order.
-    starts = [
-        choice(past if _FIRST[i][0] in _IN_PAST else ahead) if i < len(_FIRST) else choice(every)
-        for i in range(count)
-    ]
-    created = [
-        min(start_ts - (0.5 + 29.5 * random_() * random_()) * DAY, now_ts - random_() * 3 * DAY)
-        for start_ts in starts
-    ]
-    # Datetimes are built once per distinct instant; rows share them.
-    moments: dict[float, datetime] = {}
-    lengths = {a: [(timedelta(hours=h), h) for h in hours] for a, hours in _HOURS.items()}
-
-    def moment(ts: float) -> datetime:
-        found = moments.get(ts)
-        if found is None:
-            found = moments[ts] = at(ts)
-        return found
-
+    starts, created = _booking_times(count, now, choice, random_)
+    moment = functools.cache(at)  # each instant's datetime built once: rows share them
     for i in sorted(range(count), key=created.__getitem__):
-        start_ts = starts[i]
-        created_ts = created[i]
+        start_ts, created_ts = starts[i], created[i]
         if i < len(_FIRST):
             status, activity, shape = _FIRST[i]
         else:
             activity = choice(_ACTIVITIES)
             status = choice(_PAST if start_ts < now_ts else _AHEAD)
             shape = choice(_SHAPES)
-        length, hours = choice(lengths[activity])
+        length, hours = choice(_LENGTHS[activity])
         begin = moment(start_ts)
         start: datetime | None = begin
         end: datetime | None = begin + length
-        if shape == "undated":
-            # Waitlist entries without a slot yet.
+        if shape == "undated":  # a waitlist entry without a slot yet
             start = end = None
             status = "cancelled" if status in _IN_PAST else "standby"
         elif shape == "open_end":
             end = None
-
         aircraft = None if activity == "ground" or not planes else choice(planes)
-        checked_in = completed = None
-        hobbs_out = hobbs_in = None
+        checked_in = completed = hobbs_out = hobbs_in = None
         if status == "completed":
-            checked_in = at(start_ts - (5 + 25 * random_()) * 60)
-            if end is not None:
-                completed = end + timedelta(minutes=45 * random_())
-            if aircraft is not None:
-                hobbs_out = aircraft.hobbs_at(start_ts)
-                if hobbs_out is not None:
-                    hobbs_in = round(hobbs_out + hours * (0.7 + 0.25 * random_()), 1)
-
+            checked_in, completed, hobbs_out, hobbs_in = _closed_out(
+                start_ts, end, hours, aircraft, random_
+            )
         yield (
             new_id(ms(created_ts)),
             org_id,
@@ -201,3 +184,45 @@ def reservation_rows(
             at(created_ts),
             at(created_ts + (now_ts - created_ts) * random_()) if shape == "deleted" else None,
         )
+
+
+def _booking_times(
+    count: int,
+    now: datetime,
+    choice: Callable[[Sequence[float]], float],
+    random_: Callable[[], float],
+) -> tuple[list[float], list[float]]:
+    """When each booking is for and when it was made (epoch seconds), drawn for every row
+    first (floats only: a few dozen bytes a row), so that the rows can then be made in
+    booking order."""
+    now_ts = now.timestamp()
+    past, ahead = _slots(now)
+    every = past + ahead
+    starts = [
+        choice(past if _FIRST[i][0] in _IN_PAST else ahead) if i < len(_FIRST) else choice(every)
+        for i in range(count)
+    ]
+    created = [
+        min(start_ts - (0.5 + 29.5 * random_() * random_()) * DAY, now_ts - random_() * 3 * DAY)
+        for start_ts in starts
+    ]
+    return starts, created
+
+
+def _closed_out(
+    start_ts: float,
+    end: datetime | None,
+    hours: float,
+    aircraft: Plane | None,
+    random_: Callable[[], float],
+) -> tuple[datetime | None, datetime | None, float | None, float | None]:
+    """A completed booking's check-in, completion and Hobbs times out and in."""
+    checked_in = at(start_ts - (5 + 25 * random_()) * 60)
+    completed = hobbs_out = hobbs_in = None
+    if end is not None:
+        completed = end + timedelta(minutes=45 * random_())
+    if aircraft is not None:
+        hobbs_out = aircraft.hobbs_at(start_ts)
+        if hobbs_out is not None:
+            hobbs_in = round(hobbs_out + hours * (0.7 + 0.25 * random_()), 1)
+    return checked_in, completed, hobbs_out, hobbs_in
