@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Protocol
@@ -61,6 +61,10 @@ class Silent:
         pass
 
 
+# Writes a generator's rows to a table, counting them as progress of `what`.
+Write = Callable[[str, str, Sequence[str], Generated], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class Pools:
     """The organization's live aircraft and people, seeded now or before, that rows refer to."""
@@ -96,20 +100,36 @@ async def seed_org(
         progress.start(what, total)
     writer = await writer_for(conn)
 
-    def own(rng: random.Random) -> random.Random:
-        # Each generator draws from a stream of its own, seeded from `rng`: it may run in
-        # another process, and a seeded `rng` must still give the same rows.
-        return random.Random(rng.getrandbits(64))
-
     async def write(what: str, table: str, columns: Sequence[str], rows: Generated) -> None:
         await writer.write_generated(table, columns, rows, lambda n: progress.advance(what, n))
 
     taken = set(await conn.scalars(select(Aircraft.tail_number).where(Aircraft.org_id == org_id)))
-    aircraft = (org_id, sizes.aircraft, own(rng), now, taken)
+    aircraft = (org_id, sizes.aircraft, _own(rng), now, taken)
     await write("aircraft", "aircraft", fleet.COLUMNS, Generated(fleet.aircraft_rows, aircraft))
     await _write_members(conn, writer, org_id, sizes.members, rng, now, progress)
-
     pools = await _pools(conn, org_id, rng, now)
+    await _write_activity(conn, write, org_id, sizes, rng, now, pools)
+    await writer.analyze(SEEDED_TABLES)
+    return asdict(sizes)
+
+
+def _own(rng: random.Random) -> random.Random:
+    """A stream of a generator's own, seeded from `rng`: the generator may run in another
+    process, and a seeded `rng` must still give the same rows."""
+    return random.Random(rng.getrandbits(64))
+
+
+async def _write_activity(
+    conn: AsyncConnection,
+    write: Write,
+    org_id: uuid.UUID,
+    sizes: Sizes,
+    rng: random.Random,
+    now: datetime,
+    pools: Pools,
+) -> None:
+    """The reservations, squawks, maintenance log entries and work orders, each drawn from a
+    stream of its own (in this order), referring to the organization's aircraft and people."""
     planes, pilots, instructors = pools.planes, pools.pilots, pools.instructors
     await write(
         "reservations",
@@ -117,7 +137,7 @@ async def seed_org(
         reservations.COLUMNS,
         Generated(
             reservations.reservation_rows,
-            (org_id, sizes.reservations, own(rng), now, planes, pilots, instructors),
+            (org_id, sizes.reservations, _own(rng), now, planes, pilots, instructors),
         ),
     )
     if sizes.reservations:
@@ -129,7 +149,7 @@ async def seed_org(
         squawks.COLUMNS,
         Generated(
             squawks.squawk_rows,
-            (org_id, sizes.squawks, own(rng), now, planes, pools.reporters, mechanics),
+            (org_id, sizes.squawks, _own(rng), now, planes, pools.reporters, mechanics),
         ),
     )
     await write(
@@ -138,7 +158,7 @@ async def seed_org(
         maintenance.LOG_COLUMNS,
         Generated(
             maintenance.log_rows,
-            (org_id, sizes.maintenance_logs, own(rng), now, planes, pools.crew),
+            (org_id, sizes.maintenance_logs, _own(rng), now, planes, pools.crew),
         ),
     )
     await write(
@@ -147,11 +167,9 @@ async def seed_org(
         maintenance.WORK_ORDER_COLUMNS,
         Generated(
             maintenance.work_order_rows,
-            (org_id, sizes.work_orders, own(rng), now, planes, pools.crew),
+            (org_id, sizes.work_orders, _own(rng), now, planes, pools.crew),
         ),
     )
-    await writer.analyze(SEEDED_TABLES)
-    return asdict(sizes)
 
 
 async def _live_aircraft(conn: AsyncConnection, org_id: uuid.UUID) -> int:
