@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -84,6 +84,40 @@ def create_app(
     `sender`, for tests that deliver to loopback; the production sender otherwise). While it
     runs, the worker is `app.state.worker`, for the server to stop it early."""
     services = services or build_services(settings or load_settings())
+    app = _App(
+        title="hangar",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=_lifespan(services, with_worker, sender),
+        # hangar is observed through its own metrics (GET /metrics) and logs. FastAPI's
+        # native OpenTelemetry bridge, left on, asks OpenTelemetry's three global providers
+        # on every request whether anyone configured them.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
+    # HEAD wherever GET is answered (hangar.http.head): innermost, so the exception
+    # handlers' answers to a HEAD lose their body too.
+    app.add_middleware(HeadAsGet)
+    # Each route's body cap (hangar.http.limits), answered before the body is read.
+    app.add_middleware(BodyLimit)
+    # Outermost: every answer is counted, BodyLimit's 413s too (as `unmatched`: no route yet).
+    app.add_middleware(RequestMetrics, skip=(metrics_endpoint.PATH,))
+    app.state.services = services
+    app.state.worker = None
+    app.state.stopping = Stopping()
+    app.state.keys = KeyAuthenticator(services)
+    install_error_handlers(app)
+    _mount_routes(app)
+    _serve_openapi(app)
+    return app
+
+
+def _lifespan(
+    services: Services, with_worker: bool, sender: Sender | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[dict[str, Any]]]:
+    """What the app does as it starts and stops: the worker (`with_worker`), the code's
+    revisions read once, the heap frozen; and, on the way out, the worker stopped and the
+    services closed."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -108,29 +142,10 @@ def create_app(
                 await worker.stop()
             await services.close()
 
-    app = _App(
-        title="hangar",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-        # hangar is observed through its own metrics (GET /metrics) and logs. FastAPI's
-        # native OpenTelemetry bridge, left on, asks OpenTelemetry's three global providers
-        # on every request whether anyone configured them.
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-    )
-    # HEAD wherever GET is answered (hangar.http.head): innermost, so the exception
-    # handlers' answers to a HEAD lose their body too.
-    app.add_middleware(HeadAsGet)
-    # Each route's body cap (hangar.http.limits), answered before the body is read.
-    app.add_middleware(BodyLimit)
-    # Outermost: every answer is counted, BodyLimit's 413s too (as `unmatched`: no route yet).
-    app.add_middleware(RequestMetrics, skip=(metrics_endpoint.PATH,))
-    app.state.services = services
-    app.state.worker = None
-    app.state.stopping = Stopping()
-    app.state.keys = KeyAuthenticator(services)
-    install_error_handlers(app)
+    return lifespan
+
+
+def _mount_routes(app: FastAPI) -> None:
     for router in (
         *external.ROUTERS,  # first: the public API takes most requests
         health.router,
@@ -152,6 +167,9 @@ def create_app(
         _add_routes(app, router)
     app.include_router(web.router)  # Org Settings screens and the integrator pages
 
+
+def _serve_openapi(app: FastAPI) -> None:
+    """GET the public API's OpenAPI document, built from the routes at its first request."""
     openapi_body: list[bytes] = []
 
     @app.get(f"{EXTERNAL_PREFIX}/openapi.json", include_in_schema=False)
@@ -159,5 +177,3 @@ def create_app(
         if not openapi_body:
             openapi_body.append(dumps(build_openapi(app)))
         return Response(openapi_body[0], media_type="application/json")
-
-    return app
