@@ -5,6 +5,7 @@ in the one shape {detail, code}, with errors[] for validation."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -62,48 +63,63 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    api_database_errors = DATABASE_ERRORS.labels("api")
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    # SQLAlchemy's errors: the unavailable ones are told apart from bugs in `unavailable`.
+    unavailable = _unavailable_handler()
+    for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
+        app.add_exception_handler(kind, unavailable)
+    app.add_exception_handler(Exception, unexpected)
 
-    async def api_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
-        if exc.status in (401, 403, 429):
-            REFUSALS.labels(str(exc.status), exc.code).inc()
+
+async def api_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    if exc.status in (401, 403, 429):
+        REFUSALS.labels(str(exc.status), exc.code).inc()
+    return error_response(
+        exc.status,
+        exc.code,
+        exc.detail,
+        {"errors": exc.errors} if exc.errors else None,
+        exc.headers or None,
+    )
+
+
+async def validation_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": list(err["loc"]), "msg": _strip_prefix(str(_message(err)))} for err in exc.errors()
+    ]
+    detail = _validation_message(errors) if errors else "Invalid request"
+    return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # FastAPI's answer to a body that is not JSON at all: still a validation error.
+        msg = "the request body is not valid JSON"
         return error_response(
-            exc.status,
-            exc.code,
-            exc.detail,
-            {"errors": exc.errors} if exc.errors else None,
-            exc.headers or None,
+            422,
+            "VALIDATION_ERROR",
+            f"Invalid body: {msg}",
+            {"errors": [{"loc": ["body"], "msg": msg}]},
         )
+    code = _HTTP_CODES.get(exc.status_code, "ERROR")
+    detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        detail = "Not found"
+    elif exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request)
+    return error_response(exc.status_code, code, detail, headers=headers or None)
 
-    async def validation_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        errors = [
-            {"loc": list(err["loc"]), "msg": _strip_prefix(str(_message(err)))}
-            for err in exc.errors()
-        ]
-        detail = _validation_message(errors) if errors else "Invalid request"
-        return error_response(422, "VALIDATION_ERROR", detail, {"errors": errors})
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
-        if exc.status_code == 400:
-            # FastAPI's answer to a body that is not JSON at all: still a validation error.
-            msg = "the request body is not valid JSON"
-            return error_response(
-                422,
-                "VALIDATION_ERROR",
-                f"Invalid body: {msg}",
-                {"errors": [{"loc": ["body"], "msg": msg}]},
-            )
-        code = _HTTP_CODES.get(exc.status_code, "ERROR")
-        detail = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ").lower()
-        headers = dict(exc.headers or {})
-        if exc.status_code == 404:
-            detail = "Not found"
-        elif exc.status_code == 405:
-            headers["Allow"] = allowed_methods(request)
-        return error_response(exc.status_code, code, detail, headers=headers or None)
+def _unavailable_handler() -> Callable[[Request, Exception], Awaitable[Response]]:
+    """The answer to a database error: 503 with Retry-After when the database cannot be
+    reached, the unexpected error's 500 otherwise; each counted as one of the API's."""
+    api_database_errors = DATABASE_ERRORS.labels("api")
 
     async def unavailable(request: Request, exc: Exception) -> Response:
         api_database_errors.inc()
@@ -119,18 +135,13 @@ def install_error_handlers(app: FastAPI) -> None:
             headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)},
         )
 
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        # The client gets a code and no trace; the operator gets the trace in the log.
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "INTERNAL_ERROR", "Internal error; it has been logged")
+    return unavailable
 
-    app.add_exception_handler(ApiError, api_error)
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(StarletteHTTPException, http_error)
-    # SQLAlchemy's errors: the unavailable ones are told apart from bugs in `unavailable`.
-    for kind in (sa_exc.SQLAlchemyError, *UNAVAILABLE):
-        app.add_exception_handler(kind, unavailable)
-    app.add_exception_handler(Exception, unexpected)
+
+async def unexpected(request: Request, exc: Exception) -> Response:
+    # The client gets a code and no trace; the operator gets the trace in the log.
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, "INTERNAL_ERROR", "Internal error; it has been logged")
 
 
 # The methods a path may answer, in the order Allow lists them: reads first, as RFC 9110's
