@@ -13,6 +13,7 @@ need one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -98,40 +99,6 @@ def _chart(series: SeriesView) -> Chart:
     def y_ms(ms: float) -> float:
         return BOTTOM - (BOTTOM - TOP) * ms / slowest
 
-    bars: list[Bar] = []
-    lines: list[list[Point]] = []
-    line: list[Point] = []
-    for i, b in enumerate(buckets):
-        x = LEFT + i * slot
-        ok_y, failed_y = y_count(b["succeeded"]), y_count(b["succeeded"] + b["failed"])
-        bars.append(
-            Bar(
-                x=round(x + slot * 0.15, 2),
-                width=round(slot * 0.7, 2),
-                ok_y=round(ok_y, 2),
-                ok_height=round(BOTTOM - ok_y, 2),
-                failed_y=round(failed_y, 2),
-                failed_height=round(ok_y - failed_y, 2),
-                tip=_tip(b),
-            )
-        )
-        p95 = b["response_ms"]["p95"]
-        if p95 is None:
-            if line:
-                lines.append(line)
-            line = []
-            continue
-        line.append(Point(round(x + slot / 2, 2), round(y_ms(p95), 2), _tip(b)))
-    if line:
-        lines.append(line)
-    step = _LABEL_EVERY[window]
-    x_ticks = [
-        Tick(
-            round(LEFT + i * slot, 2),
-            "now" if i == len(buckets) else f"{MINUS}{len(buckets) - i} {short}",
-        )
-        for i in range(0, len(buckets) + 1, step)
-    ]
     return Chart(
         id=f"chart-{window}",
         title=title,
@@ -142,14 +109,55 @@ def _chart(series: SeriesView) -> Chart:
         right=RIGHT,
         top=TOP,
         bottom=BOTTOM,
-        bars=bars,
+        bars=[_bar(b, LEFT + i * slot, slot, y_count) for i, b in enumerate(buckets)],
         count_ticks=[Tick(round(y_count(n), 2), _count_tick(n)) for n in _ticks(most)],
         time_ticks=[Tick(round(y_ms(ms), 2), _ms_tick(ms)) for ms in _ticks(slowest)],
-        x_ticks=x_ticks,
-        lines=lines,
+        x_ticks=_x_ticks(len(buckets), slot, _LABEL_EVERY[window], short),
+        lines=_p95_lines(buckets, slot, y_ms),
         empty=not any(b["succeeded"] or b["failed"] or b["attempts"] for b in buckets),
         buckets=buckets,
     )
+
+
+def _bar(b: BucketView, x: float, slot: float, y_count: Callable[[float], float]) -> Bar:
+    """The bucket's stacked bar, in its slot at `x`: succeeded below, failed on top."""
+    ok_y, failed_y = y_count(b["succeeded"]), y_count(b["succeeded"] + b["failed"])
+    return Bar(
+        x=round(x + slot * 0.15, 2),
+        width=round(slot * 0.7, 2),
+        ok_y=round(ok_y, 2),
+        ok_height=round(BOTTOM - ok_y, 2),
+        failed_y=round(failed_y, 2),
+        failed_height=round(ok_y - failed_y, 2),
+        tip=_tip(b),
+    )
+
+
+def _p95_lines(
+    buckets: list[BucketView], slot: float, y_ms: Callable[[float], float]
+) -> list[list[Point]]:
+    """The p95 line's points, at the middle of each slot, broken where a bucket has none."""
+    lines: list[list[Point]] = []
+    line: list[Point] = []
+    for i, b in enumerate(buckets):
+        p95 = b["response_ms"]["p95"]
+        if p95 is None:
+            if line:
+                lines.append(line)
+            line = []
+            continue
+        line.append(Point(round(LEFT + i * slot + slot / 2, 2), round(y_ms(p95), 2), _tip(b)))
+    if line:
+        lines.append(line)
+    return lines
+
+
+def _x_ticks(count: int, slot: float, step: int, short: str) -> list[Tick]:
+    """The time axis's labels: every `step`th boundary of the `count` buckets, ending now."""
+    return [
+        Tick(round(LEFT + i * slot, 2), "now" if i == count else f"{MINUS}{count - i} {short}")
+        for i in range(0, count + 1, step)
+    ]
 
 
 def _ticks(top: float) -> list[float]:
