@@ -121,11 +121,7 @@ async def add_member(
         raise AccountExists(email)
     if found is not None:
         await refuse_if_member(conn, org_id, user_id=found)
-        user_id = found
-    else:
-        # The placeholder's id, like an account's, is made at the clock's now.
-        user_id = new_id_at(now)
-        await users.create(conn, user_id, None if status == "pending" else email, now)
+    user_id = found or await _new_user(conn, None if status == "pending" else email, now)
     joined_at = now if status == "active" else None
     membership_id = await insert_new(
         conn,
@@ -151,6 +147,14 @@ async def add_member(
         joined_at=joined_at,
         account_created=status == "active" and found is None,
     )
+
+
+async def _new_user(conn: AsyncConnection, email: str | None, now: datetime) -> uuid.UUID:
+    """A new user, its id made at the clock's now as an account's is: an account for `email`,
+    or, without one, an invitation's placeholder."""
+    user_id = new_id_at(now)
+    await users.create(conn, user_id, email, now)
+    return user_id
 
 
 class AccountExists(Conflict):
