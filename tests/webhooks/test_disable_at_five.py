@@ -28,11 +28,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.engine import make_engine
 from hangar.foundation.ids import new_id
 from hangar.web.webhooks import status_words
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.subscriptions import SubscriptionView
+from hangar.webhooks.subscriptions.manage import SubscriptionView
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.webhooks import Hooks, deliveries, subscription

@@ -15,13 +15,13 @@ from sqlalchemy.exc import IntegrityError
 
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
-from hangar.webhooks import claims as claims_module
-from hangar.webhooks import queue as queue_module
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery import claims as claims_module
+from hangar.webhooks.delivery import states as queue_module
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Attempt, Delivery, Subscription
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 

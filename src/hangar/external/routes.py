@@ -33,8 +33,8 @@ from hangar.reservations import queries as reservation_queries
 from hangar.reservations.schemas import ReservationPage, ReservationStatus
 from hangar.squawks import queries as squawk_queries
 from hangar.squawks.schemas import Squawk, SquawkStatus
-from hangar.webhooks import event_log
-from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE, unknown_event
+from hangar.webhooks.events import event_log
+from hangar.webhooks.events.catalogue import EVENT_NAMES, READ_SCOPE, unknown_event
 from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
@@ -227,7 +227,7 @@ async def list_work_orders(request: Request, status: WorkOrderStatus | None = No
 
 
 # A poll that finds nothing new is answered from the key's statement alone: it also reads
-# where the organization's log ends (hangar.webhooks.event_log.page).
+# where the organization's log ends (hangar.webhooks.events.event_log.page).
 class _EventsRoute(KeyedRoute):
     key_lookup = KeyLookup(event_log.log_end)
 

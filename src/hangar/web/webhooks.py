@@ -31,9 +31,8 @@ from hangar.web.forms import grace_hours, parse, submit
 from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
-from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
-from hangar.webhooks.samples import TESTABLE
-from hangar.webhooks.secrets import whsec_form
+from hangar.webhooks.events.catalogue import ALL_EVENTS, TEST_PING
+from hangar.webhooks.events.samples import TESTABLE
 from hangar.webhooks.service import (
     DELIVERY,
     REDELIVERY_LIMITS,
@@ -48,6 +47,7 @@ from hangar.webhooks.service import (
     duration_words,
     percent_words,
 )
+from hangar.webhooks.subscriptions.signing_secrets import whsec_form
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 

@@ -35,9 +35,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ColumnElement, case, cast, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.webhooks.explain import NOTHING_SENT
+from hangar.webhooks.delivery.attempt_kinds import NOTHING_SENT
+from hangar.webhooks.delivery.states import is_pending
 from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.queue import is_pending
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)

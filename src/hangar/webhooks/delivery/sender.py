@@ -18,7 +18,8 @@ being read to its end.
 
 Each result says what was sent (the headers as they went out; the body is the caller's) and
 what came back (status line, headers, the first 2 KB of the body), bounded, for the delivery
-log, and classifies the outcome into a fixed kind (webhooks/explain.py) for its sentence.
+log, and classifies the outcome into a fixed kind (webhooks/delivery/attempt_kinds.py) for its
+sentence.
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hangar.foundation.metrics import AttemptOutcome
 from hangar.kit.resolver import IPAddress, Resolver
-from hangar.webhooks.explain import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
-from hangar.webhooks.url_parsing import AddressRule, RejectionCode, UrlRejected, is_public_address
-from hangar.webhooks.url_policy import CheckedUrl, check_webhook_url
+from hangar.webhooks.delivery.attempt_kinds import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
+from hangar.webhooks.egress.url_parsing import (
+    AddressRule,
+    RejectionCode,
+    UrlRejected,
+    is_public_address,
+)
+from hangar.webhooks.egress.url_policy import CheckedUrl, check_webhook_url
 
 TIMEOUT_SECONDS = 10.0
 RESPONSE_KEPT_BYTES = 2048
-# As many as the attempts in flight a destination may have (hangar.webhooks.queue), so an
+# As many as the attempts in flight a destination may have (hangar.webhooks.delivery.states), so an
 # attempt never waits for a connection.
 CONNECTIONS_PER_DESTINATION = 100
 IDLE_SECONDS = 4.0

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from hangar.foundation.ids import new_id
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.records import Outcome
-from hangar.webhooks.sender import AttemptResult
-from hangar.webhooks.signing import without_signatures
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.outcomes import Outcome
+from hangar.webhooks.delivery.sender import AttemptResult
+from hangar.webhooks.delivery.signing import without_signatures
 
 MAX_ATTEMPTS = 3
 # The wait before attempt 2 and before attempt 3.

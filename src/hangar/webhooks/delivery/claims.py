@@ -1,7 +1,7 @@
 """The claim: which due deliveries a dispatcher leases, by turn across subscriptions, under
 each subscription's cap (`queue.MAX_IN_FLIGHT`) and within the dispatcher's free slots; and
 what each claimed delivery carries to its attempt. The statements are built once per process
-(`Claiming`); the dispatcher (hangar.webhooks.dispatcher) runs them."""
+(`Claiming`); the dispatcher (hangar.webhooks.delivery.dispatcher) runs them."""
 
 from __future__ import annotations
 
@@ -30,9 +30,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.db.base import UTCDateTime
 from hangar.db.reads import Read
-from hangar.webhooks.catalogue import TEST_PING
-from hangar.webhooks.models import Delivery, Event, Subscription
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.ring import Ring, Turn
+from hangar.webhooks.delivery.states import (
     DESTINATION_MAX_IN_FLIGHT,
     MAX_IN_FLIGHT,
     ORG_MAX_IN_FLIGHT,
@@ -45,7 +44,8 @@ from hangar.webhooks.queue import (
     walk_of_pending,
     with_due_work,
 )
-from hangar.webhooks.ring import Ring, Turn
+from hangar.webhooks.events.catalogue import TEST_PING
+from hangar.webhooks.models import Delivery, Event, Subscription
 
 
 @dataclass(frozen=True)

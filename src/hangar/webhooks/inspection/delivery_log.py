@@ -12,8 +12,8 @@ was queued (`since` inclusive, `until` exclusive). A search by event id or by re
 its page in order from an index of its own (migration 0020), however long the log. An id
 that is no UUID finds nothing, as the public API's id filters do.
 
-Each attempt says in a sentence what became of it (webhooks/explain.py), what was sent (the
-headers as they went out, the signature included, and the body) and what came back (status
+Each attempt says in a sentence what became of it (webhooks/delivery/attempt_kinds.py), what was
+sent (the headers as they went out, the signature included, and the body) and what came back (status
 line, headers, the first 2 KB of the body). The body is not stored per attempt: it is the
 envelope of the event's stored data with `delivered_at` = the attempt's start, rebuilt here
 by the function that built it for the wire, so it is byte for byte what was signed.
@@ -45,12 +45,12 @@ from hangar.kit.errors import ApiError, Conflict, NotFound, RateLimited
 from hangar.kit.params import parse_aware_datetime
 from hangar.kit.ratelimit import Limit
 from hangar.kit.rows import insert_new
-from hangar.webhooks import outbox
-from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.explain import explain
+from hangar.webhooks.delivery.attempt_kinds import explain
+from hangar.webhooks.delivery.signing import envelope, without_signatures
+from hangar.webhooks.events import outbox
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
-from hangar.webhooks.signing import envelope, without_signatures
+from hangar.webhooks.subscriptions import manage as subs
 
 DELIVERY = "delivery"
 # Its own budget per subscription, the Test action's size: redelivering must not use up the

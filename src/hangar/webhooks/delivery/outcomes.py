@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.audit import service as audit
 from hangar.db.base import UTCDateTime
 from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
-from hangar.webhooks import alerts
+from hangar.webhooks.delivery import alerts
 from hangar.webhooks.models import Attempt, Delivery, Subscription
 
 log = logging.getLogger("hangar.webhooks")

@@ -10,7 +10,7 @@ list matches and that has no succeeded delivery to it:
 - An event with no delivery to it gets a new one.
 - An event whose delivery to it failed (3 attempts spent) or was skipped (not sent: the
   subscription was disabled when it came due) has that delivery queued again, as Redeliver
-  does it (delivery_log.py): the same row, so the same X-Service-Delivery id, pending with a
+  does it (redeliver.py): the same row, so the same X-Service-Delivery id, pending with a
   new series of up to 3 attempts, and a Redelivery row that says who asked. A receiver that
   drops repeats by delivery id sees one delivery per event, whatever it saw of the first
   series; the log keeps the first series' attempts beside the new ones.
@@ -68,9 +68,9 @@ from hangar.foundation.ids import new_id
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, invalid
 from hangar.kit.params import AwareDateTime
-from hangar.webhooks import outbox
-from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
+from hangar.webhooks.delivery.states import is_pending
+from hangar.webhooks.events import outbox
+from hangar.webhooks.events.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import (
     Delivery,
     DisabledNotice,
@@ -79,7 +79,7 @@ from hangar.webhooks.models import (
     Redelivery,
     Subscription,
 )
-from hangar.webhooks.queue import is_pending
+from hangar.webhooks.subscriptions import manage as subs
 
 log = logging.getLogger("hangar.webhooks")
 

@@ -48,16 +48,16 @@ from hangar.foundation.metrics import (
     DELIVERIES_HELD,
     FIRST_ATTEMPT_DELAY,
 )
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.claims import Claimed, Claiming
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.claims import Claimed, Claiming
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder
+from hangar.webhooks.delivery.retries import outcome_of
+from hangar.webhooks.delivery.ring import Ring
+from hangar.webhooks.delivery.sender import AttemptResult, Sender
+from hangar.webhooks.delivery.signing import envelope, headers
+from hangar.webhooks.delivery.states import (
     LEASE,
 )
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.retries import outcome_of
-from hangar.webhooks.ring import Ring
-from hangar.webhooks.sender import AttemptResult, Sender
-from hangar.webhooks.signing import envelope, headers
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
 
 log = logging.getLogger("hangar.webhooks")
 
