@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Literal, get_args
 
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
+
+# A delivery's state: pending (waiting or in flight, delivery/states.py), or finished as
+# succeeded, failed (its attempts ran out) or skipped (never sent: its subscription was
+# disabled or deleted first).
+DeliveryStatus = Literal["pending", "succeeded", "failed", "skipped"]
+DELIVERY_STATUSES: tuple[DeliveryStatus, ...] = get_args(DeliveryStatus)
 
 
 class Subscription(Base):
@@ -93,7 +100,7 @@ class Delivery(Base):
     # Indexed: an event is pruned only when no delivery refers to it.
     event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("events.id"), index=True)
     event_name: Mapped[str] = mapped_column(String(60))
-    status: Mapped[str] = mapped_column(String(20), default="pending")
+    status: Mapped[DeliveryStatus] = mapped_column(String(20), default="pending")
     attempts_made: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime]
     lease_until: Mapped[datetime | None]  # a worker holds it until then

@@ -12,8 +12,8 @@ A slow endpoint is served more slowly, never dropped or disabled for being slow.
 
 Claims happen in two places: the loop claims when woken (a new event's NOTIFY, a retry
 coming due, an idle dispatcher's timer), and each batch of recorded outcomes claims, in its
-own transaction, for the slots it frees (records.Refill): so a slot is refilled as its
-attempt's outcome is committed, with no claim of its own.
+own transaction, for the slots it frees (outcomes.Refill, given to the recorder when it is
+made): so a slot is refilled as its attempt's outcome is committed, with no claim of its own.
 
 A claim sets a lease (`SKIP LOCKED` on PostgreSQL, so workers on any number of machines never
 take the same delivery at once; see `Claiming` for how they share the caps). Each claimed
@@ -49,7 +49,7 @@ from hangar.foundation.metrics import (
     FIRST_ATTEMPT_DELAY,
 )
 from hangar.webhooks.delivery.claims import Claimed, Claiming
-from hangar.webhooks.delivery.outcomes import Outcome, Recorder
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder, Refill
 from hangar.webhooks.delivery.retries import outcome_of
 from hangar.webhooks.delivery.ring import Ring
 from hangar.webhooks.delivery.sender import AttemptResult, Sender
@@ -58,6 +58,7 @@ from hangar.webhooks.delivery.states import (
     LEASE,
 )
 from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
+from hangar.webhooks.models import DeliveryStatus
 
 log = logging.getLogger("hangar.webhooks")
 
@@ -111,11 +112,10 @@ class Dispatcher:
         # look at the clock, it does nothing. What a test waits for instead of a guessed time.
         self.asleep = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._recorder: Recorder[Claimed] = Recorder(engine)
-        # Set once stopping: batches then refill nothing (`slots_after`).
-        self._stopping = False
+        # Set while running and not yet stopping: only then do batches refill (`_refill`).
+        self._refilling = False
         self._refill_wanted = 0  # what the batch being written asked to claim
-        self._refill_reserve_only = False
+        self._recorder: Recorder[Claimed] = Recorder(engine, Refill(self._refill, self._refilled))
         self._claiming = Claiming(engine.dialect.name)
         self._ring = Ring()
 
@@ -128,14 +128,12 @@ class Dispatcher:
         self.asleep.clear()
 
     async def run(self, stop: asyncio.Event) -> None:
-        self._stopping = False
-        self._recorder.refill = self
+        self._refilling = True
         try:
             await self._loop(stop)
         finally:
-            self._stopping = True  # a batch still being written claims nothing more
+            self._refilling = False  # a batch still being written claims nothing more
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            self._recorder.refill = None
 
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -219,13 +217,10 @@ class Dispatcher:
         conn: AsyncConnection | asyncpg.Connection,
         slots: int,
         *,
-        reserve_only: bool | None = None,
+        reserve_only: bool = False,
     ) -> list[Claimed]:
         """The claim, in the transaction `conn` is in (SQLAlchemy's, or asyncpg's own): also
-        how a batch of outcomes refills the slots it frees (records.Refill), whose reserve
-        rule (`reserve_only` left out) `slots_after` worked out."""
-        if reserve_only is None:
-            reserve_only = self._refill_reserve_only
+        how a batch of outcomes refills the slots it frees (`_refill`)."""
         now = self._clock.now()
         lease_until = now + self.lease
         times = {"now": now, "lease": lease_until, "reserve_only": reserve_only}
@@ -234,14 +229,19 @@ class Dispatcher:
         rows = await self._claiming.take(conn, self._ring, slots, times)
         return [Claimed(**row, lease_until=lease_until) for row in rows]
 
-    # --- refilling the slots of recorded outcomes (the rest of records.Refill) ---------
+    # --- refilling the slots of recorded outcomes (outcomes.Refill) -------------------
 
-    def slots_after(self, finishing: int) -> int:
-        if self._stopping:
-            return 0
+    async def _refill(self, conn: AsyncConnection, finishing: int) -> list[Claimed]:
+        """In a batch's transaction: leases what the slots free once its `finishing`
+        attempts are recorded can take; nothing unless running and not stopping."""
+        if not self._refilling:
+            self._refill_wanted = 0
+            return []
         free = self.concurrency - len(self._tasks) + finishing
-        self._refill_wanted, self._refill_reserve_only = self._room(free)
-        return self._refill_wanted
+        self._refill_wanted, reserve_only = self._room(free)
+        if self._refill_wanted <= 0:
+            return []
+        return await self.claim_on(conn, self._refill_wanted, reserve_only=reserve_only)
 
     @property
     def reserve(self) -> int:
@@ -258,7 +258,9 @@ class Dispatcher:
             return min(free - self.reserve, self._batch), False
         return min(free, self._batch), True
 
-    def refilled(self, found: list[Claimed] | None) -> None:
+    def _refilled(self, found: list[Claimed] | None) -> None:
+        """After a batch's commit: starts what it leased, and wakes the loop when it leased
+        nothing (it could not), or all it asked for (more may be due)."""
         for delivery in found or ():
             self._start(delivery)
         if found is None or len(found) == self._refill_wanted or self._ring.unfinished:
@@ -388,7 +390,7 @@ class Dispatcher:
 
 def _unattempted(
     delivery: Claimed,
-    status: str,
+    status: DeliveryStatus,
     *,
     next_attempt_at: datetime | None = None,
     completed_at: datetime | None = None,

@@ -13,9 +13,11 @@ An outcome is written only while its lease is still the worker's: the batch lock
 deliveries and keeps those whose lease is the one claimed, so of two workers that both
 believe they hold a delivery, only one records anything.
 
-The slots a batch frees are refilled in its own transaction (`Refill`, the dispatcher's
-claim): the next due deliveries are leased as the finished ones are settled, so a slot is
-never idle between an attempt's end and the next claim, and one commit does both.
+The slots a batch frees are refilled in its own transaction (`Refill`, given by the dispatcher
+when it makes its recorder): the next due deliveries are leased as the finished ones are
+settled, so a slot is never idle between an attempt's end and the next claim, and one commit
+does both. The hand-off goes one way: the recorder calls the refill it was given, and nothing
+reaches into the recorder.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import orjson
 from sqlalchemy import JSON, Table, bindparam, case, func, insert, literal, select, update
@@ -38,7 +40,7 @@ from hangar.audit import service as audit
 from hangar.db.base import UTCDateTime
 from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
 from hangar.webhooks.delivery import alerts
-from hangar.webhooks.models import Attempt, Delivery, Subscription
+from hangar.webhooks.models import Attempt, Delivery, DeliveryStatus, Subscription
 
 log = logging.getLogger("hangar.webhooks")
 
@@ -50,22 +52,17 @@ MAX_BATCH = 200
 T = TypeVar("T")
 
 
-class Refill(Protocol, Generic[T]):
-    """What refills the slots a batch frees (the dispatcher): asked inside the batch's
-    transaction, told the result once it is committed."""
+@dataclass(frozen=True)
+class Refill(Generic[T]):
+    """How each batch refills the slots it frees, given to the recorder when it is made (by
+    the dispatcher, whose claim it is)."""
 
-    def slots_after(self, finishing: int) -> int:
-        """Slots free once the `finishing` attempts of this batch are recorded."""
-        ...
-
-    async def claim_on(self, conn: AsyncConnection, slots: int) -> list[T]:
-        """Leases up to `slots` due deliveries in `conn`'s transaction."""
-        ...
-
-    def refilled(self, found: list[T] | None) -> None:
-        """After the commit: what the batch leased, or None when it leased nothing because
-        it could not (the batch failed and its outcomes were written one by one)."""
-        ...
+    # Inside the batch's transaction, after the settling (so it sees those leases gone):
+    # leases what the slots the batch's `finishing` attempts free can take.
+    claim: Callable[[AsyncConnection, int], Awaitable[list[T]]]
+    # After the commit: what the batch leased, or None when it leased nothing because it
+    # could not (the batch failed and its outcomes were written one by one).
+    start: Callable[[list[T] | None], None]
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ class Outcome:
     delivery_id: uuid.UUID
     subscription_id: uuid.UUID
     lease_until: datetime  # the lease this worker claimed
-    status: str  # pending (a retry is scheduled), succeeded, failed or skipped
+    status: DeliveryStatus  # pending (a retry is scheduled), succeeded, failed or skipped
     attempts_made: int
     next_attempt_at: datetime | None  # set for a retry only
     completed_at: datetime | None
@@ -226,13 +223,13 @@ async def _settle_successes_pg(
 
 class Recorder(Generic[T]):
     """Writes outcomes for one dispatcher; `write` returns once its outcome is committed.
-    While `refill` is set, each batch also refills the slots it frees."""
+    Given a `refill`, each batch also refills the slots it frees."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, refill: Refill[T] | None = None) -> None:
         self._engine = engine
         self._queue: list[tuple[Outcome, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
-        self.refill: Refill[T] | None = None
+        self._refill = refill
 
     async def write(self, outcome: Outcome) -> bool:
         """Records `outcome`; False if the lease had been lost and nothing was written."""
@@ -247,7 +244,7 @@ class Recorder(Generic[T]):
     async def _drain(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            refill = self.refill
+            refill = self._refill
             try:
                 held, found = await self._write([o for o, _ in batch], refill)
             except Exception:
@@ -262,7 +259,7 @@ class Recorder(Generic[T]):
                         if not done.done():
                             done.set_exception(exc)
             if refill is not None:
-                refill.refilled(found)
+                refill.start(found)
             for outcome, done in batch:
                 if not done.done():
                     done.set_result(outcome.delivery_id in held)
@@ -277,7 +274,7 @@ class Recorder(Generic[T]):
             if on_pg and _only_answered_successes(outcomes):
                 held = await _settle_successes_pg(conn, outcomes)
                 if held and refill is not None:
-                    found = await _refilled(conn, refill, len(outcomes))
+                    found = await refill.claim(conn, len(outcomes))
                 return held, found
             if on_pg:
                 held = await _settle_pg(conn, outcomes)
@@ -297,7 +294,7 @@ class Recorder(Generic[T]):
             disabled = await _count(conn, mine)
             await _note_timeouts(conn, mine)
             if refill is not None:
-                found = await _refilled(conn, refill, len(outcomes))
+                found = await refill.claim(conn, len(outcomes))
         # Counted and told once committed: a batch rolled back disabled nothing.
         for d in disabled:
             SUBSCRIPTIONS_AUTO_DISABLED.inc()
@@ -311,12 +308,6 @@ class Recorder(Generic[T]):
                 extra={"subscription_id": str(d.subscription_id), "org_id": str(d.org_id)},
             )
         return held, found
-
-
-async def _refilled(conn: AsyncConnection, refill: Refill[T], finishing: int) -> list[T]:
-    # After the settling: this transaction sees those leases gone.
-    slots = refill.slots_after(finishing)
-    return await refill.claim_on(conn, slots) if slots > 0 else []
 
 
 async def _note_timeouts(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:

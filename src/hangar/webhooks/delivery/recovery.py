@@ -73,6 +73,7 @@ from hangar.webhooks.events import outbox
 from hangar.webhooks.events.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import (
     Delivery,
+    DeliveryStatus,
     DisabledNotice,
     Event,
     Recovery,
@@ -94,9 +95,9 @@ DEFAULT_LOOKBACK = timedelta(hours=24)
 # How long the form's `since` stays inside the retention window after it is shown.
 FORM_MARGIN = timedelta(minutes=10)
 # The states of a delivery that Recover leaves alone: sent, or being sent.
-_SENT_OR_SENDING = ("succeeded", "pending")
+_SENT_OR_SENDING: tuple[DeliveryStatus, ...] = ("succeeded", "pending")
 # The states it queues again: its attempts spent, or never made (disabled at the time).
-_NOT_SENT = ("failed", "skipped")
+_NOT_SENT: tuple[DeliveryStatus, ...] = ("failed", "skipped")
 _STEP = timedelta(microseconds=1)
 
 

@@ -3,9 +3,9 @@ how its endpoint answered over the last 24 hours and 7 days (webhooks/inspection
 and a sentence that says whether the per-endpoint cap is what holds its deliveries back. Stripe's
 and Svix's endpoint pages are the models.
 
-The queue is read live, by delivery/states.py's definitions, from the subscription's pending rows (the
-partial indexes of migration 0009); the windows and the chart's series are over whole minutes,
-up to the start of the current one.
+The queue is read live, by delivery/states.py's definitions, from the subscription's pending
+rows (the partial indexes of migration 0009); the windows and the chart's series are over
+whole minutes, up to the start of the current one.
 """
 
 from __future__ import annotations

@@ -37,13 +37,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.webhooks.delivery.attempt_kinds import NOTHING_SENT
 from hangar.webhooks.delivery.states import is_pending
-from hangar.webhooks.models import Attempt, Delivery
+from hangar.webhooks.models import Attempt, Delivery, DeliveryStatus
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 WEEK = 7 * DAY
 PERCENTILES = (50, 95)
-OUTCOMES = ("succeeded", "failed", "skipped")
+OUTCOMES: tuple[DeliveryStatus, ...] = ("succeeded", "failed", "skipped")
 
 # Slots, counted back from `until`: hour h of the last day is slot h (0 to 23, the latest
 # first), and the day d days before it (1 to 6) is slot 23 + d.
