@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
-from hangar.webhooks.delivery import claims as claims_module
+from hangar.webhooks.delivery import claim_turns as turns_module
 from hangar.webhooks.delivery import states as queue_module
 from hangar.webhooks.delivery.claims import Claimed
 from hangar.webhooks.delivery.dispatcher import Dispatcher
@@ -30,7 +30,7 @@ from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests record outcomes of many deliveries to one subscription, leased at once:
     the cap on attempts in flight (tests/webhooks/test_fair_delivery.py) is not theirs."""
-    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 100)
+    monkeypatch.setattr(turns_module, "MAX_IN_FLIGHT", 100)
     monkeypatch.setattr(queue_module, "MAX_IN_FLIGHT", 100)
 
 
@@ -194,7 +194,7 @@ class Refills:
 async def test_a_batch_refills_the_slots_it_frees_in_its_own_transaction(
     services: Services, org: Org, sender: Sender, receiver: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(turns_module, "MAX_IN_FLIGHT", 2)
     sub_id = await subscribe(services, org, receiver.url())
     for _ in range(5):
         await fire(services, org)
