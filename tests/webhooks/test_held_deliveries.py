@@ -15,7 +15,8 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import select
 
-from hangar.webhooks.delivery.dispatcher import HELD_FOR, Dispatcher
+from hangar.webhooks.delivery.attempting import HELD_FOR
+from hangar.webhooks.delivery.dispatcher import Dispatcher
 from hangar.webhooks.delivery.outcomes import Recorder
 from hangar.webhooks.models import Delivery
 from hangar.webhooks.subscriptions.signing_secrets import new_secret

@@ -3,7 +3,7 @@
 No tenant waits for another. A claim takes only as many deliveries as the dispatcher has free
 attempt slots, so nothing it leases waits behind a busy slot; it takes them by turn across
 organizations and, within one, across subscriptions (every organization's oldest due
-delivery before anyone's second), and never past the shares of `queue`: 10 in flight to one
+delivery before anyone's second), and never past the shares of `states`: 10 in flight to one
 subscription (one while its attempts time out), 100 for one organization, 100 to one
 destination, counted from the live leases of every worker. The last `RESERVED_SLOTS` of a
 dispatcher's slots go only to organizations with nothing in flight: whatever mix of slow
@@ -17,7 +17,7 @@ made): so a slot is refilled as its attempt's outcome is committed, with no clai
 
 A claim sets a lease (`SKIP LOCKED` on PostgreSQL, so workers on any number of machines never
 take the same delivery at once; see `Claiming` for how they share the caps). Each claimed
-delivery runs as its own task. Outcomes are written in batches (`records`), and only by the
+delivery runs as its own task. Outcomes are written in batches (`outcomes`), and only by the
 worker whose lease it still is; a worker that dies mid-attempt, or before its outcome is
 committed, simply lets its lease run out, and the delivery is attempted again (at least once
 delivery).
@@ -32,52 +32,37 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.reads import pg_transaction, reader
 from hangar.foundation.clock import Clock
-from hangar.foundation.crypto import SecretBox, SecretUnreadable
+from hangar.foundation.crypto import SecretBox
 from hangar.foundation.metrics import (
-    ATTEMPTS,
-    ATTEMPTS_IN_PROGRESS,
     DATABASE_ERRORS,
-    DELIVERIES_FINISHED,
     DELIVERIES_HELD,
-    FIRST_ATTEMPT_DELAY,
 )
+from hangar.webhooks.delivery.attempting import Attempter
 from hangar.webhooks.delivery.claims import Claimed, Claiming
-from hangar.webhooks.delivery.outcomes import Outcome, Recorder, Refill
-from hangar.webhooks.delivery.retries import outcome_of
+from hangar.webhooks.delivery.outcomes import Recorder, Refill
 from hangar.webhooks.delivery.ring import Ring
-from hangar.webhooks.delivery.sender import AttemptResult, Sender
-from hangar.webhooks.delivery.signing import envelope, headers
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.delivery.states import (
     LEASE,
 )
-from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.models import DeliveryStatus
 
 log = logging.getLogger("hangar.webhooks")
 
-# How long a delivery held back for hangar's own reason (`_hold`) waits before its next try.
-HELD_FOR = timedelta(minutes=1)
 # The longest an idle dispatcher sleeps without being kicked.
 IDLE_SECONDS = 30.0
 # Attempts under way at once. Most of an attempt is waiting on its receiver, and a waiting
-# socket costs a few tens of KB: enough slots that the shares of the claim (queue), not the
+# socket costs a few tens of KB: enough slots that the shares of the claim (states), not the
 # slots, bound what slow endpoints can hold.
 SLOTS = 400
 # The last of them, for organizations with nothing in flight (the claim's `reserve_only`).
 RESERVED_SLOTS = 100
-# The metrics' `event` label: a known name, or "other" (the label's values stay bounded).
-_EVENT_LABELS = frozenset((*EVENT_NAMES, TEST_PING))
-
-
-def event_label(name: str) -> str:
-    return name if name in _EVENT_LABELS else "other"
 
 
 class Dispatcher:
@@ -97,12 +82,11 @@ class Dispatcher:
         # (it must still outlast an attempt and its recording, or two workers deliver twice).
         self.lease = lease
         self._clock = clock
-        self._sender = sender
         # Decrypting a secret (Fernet) at every attempt repeats the same work for every
         # delivery to a subscription; a sealed value always opens to the same secret (a
         # rotation seals a new secret: a new sealed value). `hangar secrets reseal` changes
         # the sealed value, never the secret: one more miss, the same answer.
-        self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
+        open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
         # that no one worker can take all the work.
@@ -116,6 +100,7 @@ class Dispatcher:
         self._refilling = False
         self._refill_wanted = 0  # what the batch being written asked to claim
         self._recorder: Recorder[Claimed] = Recorder(engine, Refill(self._refill, self._refilled))
+        self._attempter = Attempter(clock, sender, open_secret, self._recorder, self.kick)
         self._claiming = Claiming(engine.dialect.name)
         self._ring = Ring()
 
@@ -291,155 +276,5 @@ class Dispatcher:
             self.kick()  # nothing was recorded, so nothing refilled its slot
 
     async def attempt(self, delivery: Claimed) -> None:
-        is_test = delivery.is_test
-        if delivery.deleted or (not delivery.enabled and not is_test):
-            # Disabled: skipped, and never replayed when the subscription is enabled again.
-            now = self._clock.now()
-            skipped = await self._recorder.write(
-                _unattempted(delivery, "skipped", completed_at=now)
-            )
-            if skipped:
-                DELIVERIES_FINISHED.labels(event_label(delivery.event_name), "skipped").inc()
-            return
-        started_at = self._clock.now()
-        try:
-            secret = self._open_secret(delivery.secret_encrypted)
-            previous = self._previous_secret(delivery, started_at)
-        except SecretUnreadable:
-            await self._hold(delivery)
-            return
-        if delivery.attempts_made == 0:
-            FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
-        body = envelope(delivery.event_name, started_at, delivery.data)
-        sent = headers(
-            delivery.event_name,
-            str(delivery.id),
-            secret,
-            body,
-            event_id=str(delivery.event_id),
-            sent_at=started_at,
-            previous_secret=previous,
-            org_id=str(delivery.org_id),
-            test=is_test,
-        )
-        with ATTEMPTS_IN_PROGRESS.track_inprogress():
-            result = await self._sender.post(delivery.url, sent, body)
-        ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
-        await self._record(delivery, started_at, result, counts=not is_test)
-
-    async def _hold(self, delivery: Claimed) -> None:
-        """No key this process holds opens the subscription's secret: hangar's failure, not
-        the endpoint's (issue 40: one process with a wrong key disabled every tenant's
-        webhooks). Nothing is sent or counted; the delivery stays pending, as it was, and is
-        tried again in HELD_FOR, by whichever worker holds the right key by then."""
-        now = self._clock.now()
-        retry_at = now + HELD_FOR
-        DELIVERIES_HELD.labels("secret_unreadable").inc()
-        log.error(
-            "delivery %s held: its subscription's signing secret opens with neither "
-            "HANGAR_SECRET_KEY nor any key in HANGAR_SECRET_KEY_PREVIOUS (was the key changed "
-            "without listing the old one?); not counted against the endpoint, tried again in "
-            "%d s",
-            delivery.id,
-            HELD_FOR.total_seconds(),
-            extra={
-                "delivery_id": str(delivery.id),
-                "event_id": str(delivery.event_id),
-                "event": delivery.event_name,
-                "subscription_id": str(delivery.subscription_id),
-                "outcome": "held",
-                "error": "secret_unreadable",
-            },
-        )
-        held = await self._recorder.write(
-            _unattempted(delivery, "pending", next_attempt_at=retry_at)
-        )
-        if held:
-            wait = (retry_at - now).total_seconds() + 0.005
-            asyncio.get_running_loop().call_later(wait, self.kick)
-
-    def _previous_secret(self, delivery: Claimed, started_at: datetime) -> str | None:
-        """The secret a rotation replaced, if its grace still runs when this attempt starts:
-        decided at each attempt, so a retry or redelivery after the grace carries the new
-        secret's signature alone."""
-        sealed, until = delivery.previous_secret_encrypted, delivery.previous_secret_expires_at
-        if sealed is None or until is None or started_at >= until:
-            return None
-        return self._open_secret(sealed)
-
-    async def _record(
-        self, delivery: Claimed, started_at: datetime, result: AttemptResult, *, counts: bool
-    ) -> None:
-        now = self._clock.now()
-        outcome = outcome_of(delivery, started_at, result, now, counts=counts)
-        retry = outcome.status == "pending"
-        recorded = await self._recorder.write(outcome)
-        _log_attempt(delivery, outcome, result, now)
-        if not recorded:
-            return  # the lease was lost: another worker's outcome counts
-        if retry:
-            # Wake the loop when the retry is due: a busy loop does not look for the next
-            # due time in the database (each attempt that ends wakes it anyway).
-            # A few ms late rather than early: early, the claim would find it not yet due.
-            assert outcome.next_attempt_at is not None
-            wait = (outcome.next_attempt_at - now).total_seconds() + 0.005
-            asyncio.get_running_loop().call_later(wait, self.kick)
-        else:
-            DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
-
-
-def _unattempted(
-    delivery: Claimed,
-    status: DeliveryStatus,
-    *,
-    next_attempt_at: datetime | None = None,
-    completed_at: datetime | None = None,
-) -> Outcome:
-    """The outcome of a delivery nothing was sent for (skipped, or held): its attempts and its
-    subscription's run of failures as they were."""
-    return Outcome(
-        delivery_id=delivery.id,
-        subscription_id=delivery.subscription_id,
-        lease_until=delivery.lease_until,
-        status=status,
-        attempts_made=delivery.attempts_made,
-        next_attempt_at=next_attempt_at,
-        completed_at=completed_at,
-        attempt=None,
-        counts=None,
-    )
-
-
-def _log_attempt(delivery: Claimed, outcome: Outcome, result: AttemptResult, now: datetime) -> None:
-    """One record per attempt, with its ids as fields (JSON logs). Never the URL (its user
-    information and query may be credentials), the secret, the signature or any body. A
-    delivery that failed for good is a warning: a receiver lost an event."""
-    number = outcome.attempts_made
-    said = "retrying" if outcome.status == "pending" else outcome.status
-    answer = f"HTTP {result.status_code}" if result.error is None else result.error
-    if outcome.status == "pending" and outcome.next_attempt_at is not None:
-        then = f"retrying in {(outcome.next_attempt_at - now).total_seconds():g} s"
-    elif outcome.status == "failed":
-        then = f"failed after {number} attempts"
-    else:
-        then = outcome.status
-    log.log(
-        logging.WARNING if outcome.status == "failed" else logging.INFO,
-        "delivery %s attempt %d took %d ms: %s; %s",
-        delivery.id,
-        number,
-        result.duration_ms,
-        answer,
-        then,
-        extra={
-            "delivery_id": str(delivery.id),
-            "event_id": str(delivery.event_id),
-            "event": delivery.event_name,
-            "subscription_id": str(delivery.subscription_id),
-            "attempt": number,
-            "outcome": said,
-            "status": result.status_code,
-            "error": result.error,
-            "duration_ms": result.duration_ms,
-        },
-    )
+        """One attempt of `delivery` (attempting.Attempter), its outcome recorded."""
+        await self._attempter.attempt(delivery)
