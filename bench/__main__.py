@@ -361,7 +361,7 @@ def hooks(
     from bench import webhooks
     from bench.setup import SECRET, create_pg_database, hangar, hangar_env, vacuum_queue
     from hangar.foundation.config import Settings
-    from hangar.webhooks.queue import MAX_IN_FLIGHT
+    from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
 
     if database_url.startswith("postgresql"):  # `--only webhooks` on a new machine
         asyncio.run(create_pg_database(database_url))

@@ -29,9 +29,9 @@ from hangar.kit import cursor
 from hangar.kit.scopes import SCOPES
 from hangar.orgs.models import Organization
 from hangar.reservations.models import Reservation
-from hangar.webhooks.catalogue import reservation_created
+from hangar.webhooks.events.catalogue import reservation_created
+from hangar.webhooks.events.outbox import serialize
 from hangar.webhooks.models import Event
-from hangar.webhooks.outbox import serialize
 
 ORG_NAME = "Bench Aero"
 SECRET = "bench-secret-key-" + "x" * 32

@@ -37,13 +37,13 @@ from hangar.kit.container import Services
 from hangar.kit.resolver import IPAddress
 from hangar.kit.rows import insert_new
 from hangar.orgs.commands import create_org
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import TIMEOUT_SECONDS, Sender
+from hangar.webhooks.delivery.signing import envelope, headers
+from hangar.webhooks.egress.url_parsing import parse_webhook_url
+from hangar.webhooks.events.outbox import pending_delivery, record, serialize, wake_dispatchers
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
-from hangar.webhooks.outbox import pending_delivery, record, serialize, wake_dispatchers
-from hangar.webhooks.secrets import new_secret
-from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
-from hangar.webhooks.signing import envelope, headers
-from hangar.webhooks.url_parsing import parse_webhook_url
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from hangar.wiring.container import build_services
 from hangar.wiring.worker import Worker
 

@@ -41,7 +41,8 @@ from hangar.foundation.crypto import SecretBox  # noqa: E402
 from hangar.foundation.ids import new_id  # noqa: E402
 from hangar.kit.container import WEBHOOK_SECRETS  # noqa: E402
 from hangar.orgs.commands import create_org  # noqa: E402
-from hangar.webhooks import catalogue, outbox, signing  # noqa: E402
+from hangar.webhooks.delivery import signing  # noqa: E402
+from hangar.webhooks.events import catalogue, outbox  # noqa: E402
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription  # noqa: E402
 
 TABLES = (Event.__tablename__, Delivery.__tablename__, Attempt.__tablename__)

@@ -22,7 +22,7 @@ from hangar.db.migrate import upgrade_async
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery.sender import Sender
 from tests.fixtures.clients import role_client, signed_in_client
 from tests.fixtures.command_server import stop_command_server
 from tests.fixtures.environment import PG_URL, REDIS_URL, SECRET

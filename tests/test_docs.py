@@ -5,7 +5,7 @@
   its line of the commands reference, and every Prometheus metric hangar serves, by the
   name a scrape shows (a counter with its `_total`).
 - No Markdown file of the repository names a path that is not there: in a code span
-  (`src/hangar/...`, `tests/...`, `deploy/...`, `webhooks/queue.py` inside src/hangar, a
+  (`src/hangar/...`, `tests/...`, `deploy/...`, `webhooks/delivery/states.py` inside src/hangar, a
   client's own `src/...`) or as a relative link, whose `#anchor` must be one of the target's
   headings; nor a `hangar.*` module or attribute that does not exist.
 - The architecture names every top-level module of the layers contract; the clients' docs

@@ -18,10 +18,11 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 LAYERS = "Layers: process wiring, presentation, features"
 DOMAIN = "The domain imports no web framework"
 FRAMEWORK = "Framework internals: only the modules that must"
+WEBHOOK_ROOMS = "Inside webhooks: service, inspection, delivery"
 # (module file, the import added to it, the contract it must break)
 PROBES = [
     ("external/routes/lists.py", "hangar.reservations.service", "The read API imports no writes"),
-    ("webhooks/outbox.py", "fastapi", DOMAIN),
+    ("webhooks/events/outbox.py", "fastapi", DOMAIN),
     ("keys/service.py", "starlette.responses", DOMAIN),
     ("reservations/queries.py", "hangar.reservations.service", "Inside each feature: service"),
     ("fleet/mel_expiry.py", "hangar.routes.webhooks", "Route modules are imported by the app"),
@@ -34,6 +35,8 @@ PROBES = [
     ("cli/serve.py", "uvicorn.supervisors", FRAMEWORK),
     ("http/server.py", "uvicorn.protocols.http.h11_impl", FRAMEWORK),
     ("kit/params.py", "pydantic._internal._validators", FRAMEWORK),
+    ("webhooks/delivery/states.py", "hangar.webhooks.inspection.gauges", WEBHOOK_ROOMS),
+    ("webhooks/egress/url_policy.py", "hangar.webhooks.events.catalogue", WEBHOOK_ROOMS),
 ]
 
 

@@ -25,7 +25,7 @@ from hangar.db.base import UTCDateTime
 from hangar.db.engine import make_engine
 from hangar.db.migrate import alembic_config, code_revisions, upgrade_async
 from hangar.foundation.ids import new_id
-from hangar.webhooks.url_parsing import parse_webhook_url
+from hangar.webhooks.egress.url_parsing import parse_webhook_url
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 # The tables as revision 0004 has them: names and phone on the account.

@@ -41,7 +41,7 @@ from hangar.routes import session as session_routes
 from hangar.routes import squawks as squawk_routes
 from hangar.routes import two_factor as two_factor_routes
 from hangar.routes import webhooks as webhook_routes
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery.sender import Sender
 from hangar.wiring.container import build_services
 from hangar.wiring.worker import Worker
 

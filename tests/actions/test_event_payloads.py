@@ -14,7 +14,7 @@ from sqlalchemy import insert
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.foundation.ids import new_id
-from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.events.catalogue import EVENT_NAMES
 from tests.fixtures.actions import raw_events, url, user_id, utc
 from tests.fixtures.all_events import fire_everything
 from tests.fixtures.factories import T0, Org

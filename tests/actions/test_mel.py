@@ -18,7 +18,7 @@ from hangar import cli
 from hangar.fleet.mel_expiry import expire_mel_items
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.foundation.ids import new_id
-from hangar.webhooks import outbox
+from hangar.webhooks.events import outbox
 from tests.fixtures.actions import Outsiders, assert_invalid, events, names, public_one, url
 from tests.fixtures.environment import SECRET
 from tests.fixtures.factories import T0, Org

@@ -14,7 +14,7 @@ from hangar.fleet.models import Aircraft
 from hangar.foundation.ids import new_id
 from hangar.orgs.actors import Actor
 from hangar.orgs.capabilities import capabilities_of
-from hangar.webhooks import outbox
+from hangar.webhooks.events import outbox
 from tests.fixtures.actions import deliveries, names, public, public_one, subscribe, url
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

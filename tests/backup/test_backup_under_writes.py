@@ -22,10 +22,10 @@ from hangar.fleet.models import Aircraft
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
 from hangar.squawks.models import Squawk
-from hangar.webhooks.catalogue import SQUAWK_CREATED
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.states import LEASE
+from hangar.webhooks.events.catalogue import SQUAWK_CREATED
 from hangar.webhooks.models import Attempt, Delivery, Event, Subscription
-from hangar.webhooks.queue import LEASE
 from tests.fixtures.actions import url
 from tests.fixtures.environment import SECRET
 from tests.fixtures.key_rotation import hangar_with

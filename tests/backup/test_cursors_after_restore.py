@@ -16,7 +16,7 @@ from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import MemoryRateLimiter
-from hangar.webhooks import catalogue
+from hangar.webhooks.events import catalogue
 from tests.fixtures.environment import SECRET
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.key_rotation import client_of, hangar_with

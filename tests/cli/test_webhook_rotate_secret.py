@@ -16,8 +16,8 @@ from sqlalchemy import insert
 from hangar.foundation.ids import new_id
 from hangar.kit.container import webhook_secret_box
 from hangar.webhooks.models import Subscription
-from hangar.webhooks.secrets import new_secret
 from hangar.webhooks.service import NewSubscriptionView
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from tests.fixtures.cli import Cli, services_of
 from tests.fixtures.secret_rotation import stored_secrets
 

@@ -16,7 +16,7 @@ import pytest
 
 from hangar.fleet.models import Aircraft
 from hangar.kit.container import Services
-from hangar.webhooks import signing
+from hangar.webhooks.delivery import signing
 from hangar_client import (
     AsyncClient,
     Client,

@@ -27,8 +27,8 @@ from hangar.fleet.models import Aircraft
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import API_LIMITS
-from hangar.webhooks import signing
-from hangar.webhooks.secrets import whsec_form
+from hangar.webhooks.delivery import signing
+from hangar.webhooks.subscriptions.signing_secrets import whsec_form
 from hangar_client import verify_signature
 from hangar_client._listen_state import StateFile
 from hangar_client.events import EventName

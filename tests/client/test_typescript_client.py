@@ -44,7 +44,7 @@ from hangar.maintenance.models import MaintenanceLog, WorkOrder
 from hangar.orgs.models import Membership, Organization
 from hangar.reservations.models import Reservation
 from hangar.squawks.models import Squawk
-from hangar.webhooks import signing
+from hangar.webhooks.delivery import signing
 from hangar.webhooks.models import Event
 from tests.fixtures.actions import url
 from tests.fixtures.all_events import fire_everything

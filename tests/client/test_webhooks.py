@@ -10,7 +10,8 @@ import httpx
 import orjson
 import pytest
 
-from hangar.webhooks import catalogue, signing
+from hangar.webhooks.delivery import signing
+from hangar.webhooks.events import catalogue
 from hangar_client import (
     InvalidPayload,
     SeenDeliveries,

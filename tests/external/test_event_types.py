@@ -23,7 +23,7 @@ import pydantic
 import pytest
 
 from hangar.web.events import EVENTS
-from hangar.webhooks.event_schemas import SCHEMA_EVENTS, event_schema_name
+from hangar.webhooks.events.event_schemas import SCHEMA_EVENTS, event_schema_name
 from tests.fixtures.locked_tools import NPM, NPM_ENV, NPX, npm_typegen
 
 EXAMPLES: dict[str, Any] = {e.name: orjson.loads(e.example) for e in EVENTS}

@@ -15,8 +15,8 @@ from sqlalchemy import insert
 
 from hangar.db.reads import Read
 from hangar.foundation.ids import ascending_id
-from hangar.webhooks import outbox
-from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.events import outbox
+from hangar.webhooks.events.catalogue import EVENT_NAMES
 from hangar.webhooks.models import Event
 from tests.fixtures.actions import raw_events, subscribe
 from tests.fixtures.all_events import fire_everything

@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE
+from hangar.webhooks.events.catalogue import EVENT_NAMES, READ_SCOPE
 from tests.fixtures.all_events import fire_everything
 from tests.fixtures.event_log import URL, page, record
 from tests.fixtures.factories import Org

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
 from tests.fixtures.event_schemas import schema_path
 
 # Generated types are named by these: a rename breaks every receiver's code.
@@ -29,8 +29,8 @@ BODIES = {
     "mel.expired": "MelExpiredEvent",
     "test.ping": "TestPingEvent",
 }
-# What hangar.webhooks.signing.headers sends (tests/webhooks/test_delivery_headers.py checks
-# the wire), and the Test action's mark; Content-Type is the request body's media type.
+# What hangar.webhooks.delivery.signing.headers sends (tests/webhooks/test_delivery_headers.py
+# checks the wire), and the Test action's mark; Content-Type is the request body's media type.
 REQUIRED = {
     "X-Service-Event",
     "X-Service-Signature",

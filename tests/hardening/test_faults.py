@@ -38,9 +38,9 @@ from hangar.db.engine import (
 )
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import RedisRateLimiter
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
 from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, TIMEOUT_SECONDS, Sender
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PG_URL, REDIS_URL
 from tests.fixtures.external import API, READS

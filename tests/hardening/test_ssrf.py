@@ -20,11 +20,11 @@ import trustme
 from sqlalchemy import select
 
 from hangar.kit.container import Services
-from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.retries import MAX_ATTEMPTS, RETRY_WAITS
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.events import catalogue, outbox
 from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.retries import MAX_ATTEMPTS, RETRY_WAITS
-from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver
 from tests.fixtures.network import Listener, Tripwire

@@ -29,7 +29,7 @@ from hangar.jobs import scheduler
 from hangar.jobs.models import JobTick
 from hangar.jobs.scheduler import Done, JobRun
 from hangar.kit.container import Services
-from hangar.webhooks import outbox
+from hangar.webhooks.events import outbox
 from hangar.wiring.worker import JOBS
 from tests.fixtures.factories import T0, Org
 from tests.fixtures.fakes import FakeClock

@@ -20,7 +20,7 @@ from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.http.access_log import QUIET_PATHS
 from hangar.kit.container import Services
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery.sender import Sender
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org

@@ -20,10 +20,10 @@ from hangar.db.engine import make_engine
 from hangar.jobs.scheduler import Done, JobRun, run_tick
 from hangar.kit.container import Services
 from hangar.kit.ratelimit import RedisRateLimiter
-from hangar.webhooks import catalogue
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
+from hangar.webhooks.events import catalogue
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import MAX_IN_FLIGHT
-from hangar.webhooks.sender import Sender
 from tests.fixtures.external import API
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver

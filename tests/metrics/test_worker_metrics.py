@@ -9,7 +9,7 @@ import httpx
 import trustme
 
 from hangar.kit.container import Services
-from hangar.webhooks import catalogue
+from hangar.webhooks.events import catalogue
 from tests.fixtures.factories import Org
 from tests.fixtures.metrics import TOKEN, labels, scrape
 from tests.fixtures.receivers import Receiver

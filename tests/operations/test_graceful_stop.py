@@ -32,8 +32,8 @@ from hangar.auth import sessions
 from hangar.fleet.models import Aircraft
 from hangar.http.server import SHUTDOWN_GRACE_S
 from hangar.kit.container import Services
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.sender import Sender
 from tests.fixtures.clients import session_for
 from tests.fixtures.environment import PG_URL, REDIS_URL
 from tests.fixtures.factories import Org
@@ -44,7 +44,7 @@ from tests.fixtures.subprocesses import eventually, group_is_empty
 from tests.fixtures.webhooks import deliveries, dispatcher, fire, subscribe
 
 RECEIVER_S = 3.0  # the receiver's answer to the delivery in flight takes this long
-ATTEMPT_TIMEOUT_S = 10.0  # hangar.webhooks.sender.TIMEOUT_SECONDS, the spec's
+ATTEMPT_TIMEOUT_S = 10.0  # hangar.webhooks.delivery.sender.TIMEOUT_SECONDS, the spec's
 MARGIN_S = 5.0  # recording, closing pools, a loaded machine
 SEVERAL = pytest.mark.skipif(
     not (PG_URL and REDIS_URL), reason="--workers 2 needs PostgreSQL and Redis"

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from hangar.kit.container import Services
-from hangar.webhooks import retention as batches
+from hangar.webhooks.delivery import pruning as batches
 from hangar.webhooks.models import Event
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.auth import sessions
 from hangar.foundation.ids import new_id
 from hangar.orgs import invitations
-from hangar.webhooks import retention as batches
+from hangar.webhooks.delivery import pruning as batches
 from tests.fixtures.retention import CUTOFF, NOW, OLD
 
 IDS = [new_id(), new_id(), new_id()]

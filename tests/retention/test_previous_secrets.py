@@ -9,8 +9,8 @@ import uuid
 from datetime import datetime, timedelta
 
 from hangar.kit.container import Services
-from hangar.webhooks import subscriptions
-from hangar.webhooks.retention import PREVIOUS_SECRETS
+from hangar.webhooks.delivery.pruning import PREVIOUS_SECRETS
+from hangar.webhooks.subscriptions import manage as subscriptions
 from tests.fixtures.factories import Org
 from tests.fixtures.retention import NOW, pruned
 from tests.fixtures.secret_rotation import stored_secrets

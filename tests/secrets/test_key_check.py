@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.key_check import SecretKeyCheck, fingerprint
 from hangar.kit.container import Services
 from hangar.webhooks.models import Subscription
-from hangar.webhooks.secrets import new_secret
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from hangar.wiring.secret_key import WRONG_KEY
 from tests.fixtures.factories import make_org
 from tests.fixtures.key_rotation import LOST_KEY, NEW_KEY, OLD_KEY, hangar_with, holding

@@ -23,11 +23,11 @@ from hangar.auth import two_factor
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
 from hangar.webhooks import service
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Subscription
-from hangar.webhooks.resealing import Resealed, Resealing, reseal_all
-from hangar.webhooks.secrets import new_secret
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.subscriptions.resealing import Resealed, Resealing, reseal_all
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from tests.fixtures.factories import make_org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.key_rotation import (

@@ -19,12 +19,12 @@ from hangar.audit.service import OPERATOR
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
 from hangar.webhooks import service
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Subscription
-from hangar.webhooks.resealing import Resealing
-from hangar.webhooks.secrets import new_secret
-from hangar.webhooks.sender import Sender
 from hangar.webhooks.service import SecretRotation
+from hangar.webhooks.subscriptions.resealing import Resealing
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from tests.fixtures.factories import make_org
 from tests.fixtures.key_rotation import (
     LOST_KEY,

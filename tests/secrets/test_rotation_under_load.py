@@ -24,10 +24,10 @@ from sqlalchemy import func, select
 
 from hangar.db.engine import make_engine
 from hangar.kit.container import Services
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.secrets import new_secret
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.key_rotation import NEW_KEY, OLD_KEY, holding

@@ -27,9 +27,9 @@ import trustme
 from aiohttp import web
 
 from hangar.kit.container import Services
-from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.sender import Sender
-from hangar.webhooks.signing import NOT_KEPT
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.signing import NOT_KEPT
+from hangar.webhooks.events import catalogue, outbox
 from tests.fixtures.browser import TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from hangar.app import create_app
 from hangar.kit.container import Services
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
 from tests.fixtures.event_schemas import schema_path
 
 BASE = "https://hangar.example"  # the test settings' public URL

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from hangar.kit.container import Services
-from hangar.webhooks.queue import MAX_IN_FLIGHT
+from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
 from tests.fixtures.browser import OVERFLOW, TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD
 from tests.fixtures.factories import Org

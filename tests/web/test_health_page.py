@@ -14,7 +14,7 @@ import pytest
 
 from hangar.foundation.config import Settings
 from hangar.kit.container import Services
-from hangar.webhooks.queue import MAX_IN_FLIGHT
+from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock
 from tests.fixtures.health import History, Sent

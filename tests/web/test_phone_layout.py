@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import insert, update
 
 from hangar.kit.container import Services
-from hangar.webhooks import outbox
+from hangar.webhooks.events import outbox
 from hangar.webhooks.models import Attempt, Delivery
 from tests.fixtures.browser import OVERFLOW, TIMEOUT_MS, chromium, needs_chromium
 from tests.fixtures.environment import PASSWORD

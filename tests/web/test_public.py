@@ -12,7 +12,7 @@ import pytest
 
 from hangar.external.openapi import API_VERSION
 from hangar.web import changelog
-from hangar.webhooks.catalogue import EVENT_NAMES
+from hangar.webhooks.events.catalogue import EVENT_NAMES
 from tests.fixtures.factories import Org
 
 PUBLIC = ["/login", "/docs", "/changelog"]

@@ -30,7 +30,7 @@ from markupsafe import escape
 from scripts.scratch import free_port
 
 from hangar.web.docs import RECEIVERS, SNIPPETS
-from hangar.webhooks.signing import envelope, headers
+from hangar.webhooks.delivery.signing import envelope, headers
 from tests.fixtures.subprocesses import Started, eventually, started
 
 OLD_SECRET = "3f" * 32  # the receiver's: the secret before a rotation

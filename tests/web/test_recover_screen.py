@@ -13,7 +13,7 @@ import httpx
 from sqlalchemy import insert, update
 
 from hangar.kit.container import Services
-from hangar.webhooks import outbox
+from hangar.webhooks.events import outbox
 from hangar.webhooks.models import DisabledNotice, Subscription
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock

@@ -7,8 +7,8 @@ import gzip
 from sqlalchemy import select
 
 from hangar.kit.container import Services
+from hangar.webhooks.delivery.sender import RESPONSE_KEPT_BYTES, Sender
 from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.receivers import Receiver
 from tests.fixtures.webhooks import attempt_errors, deliveries, dispatcher, fire, subscribe

@@ -11,11 +11,11 @@ import uuid
 import pytest
 from sqlalchemy import update
 
-from hangar.webhooks import catalogue
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.ring import Ring, Turn
+from hangar.webhooks.delivery.states import LEASE
+from hangar.webhooks.events import catalogue
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.queue import LEASE
-from hangar.webhooks.ring import Ring, Turn
 from tests.fixtures.webhooks import Hooks, fire, subscribe
 
 SUBSCRIPTIONS = 6

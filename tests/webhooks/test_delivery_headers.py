@@ -15,8 +15,8 @@ import orjson
 from gidgethub.sansio import validate_event
 from sqlalchemy import select
 
+from hangar.webhooks.delivery.signing import NOT_KEPT
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.signing import NOT_KEPT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START
 from tests.fixtures.receivers import Received

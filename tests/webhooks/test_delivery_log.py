@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from scripts.scratch import free_port
 
-from hangar.webhooks import catalogue
+from hangar.webhooks.events import catalogue
 from tests.fixtures.factories import Org
 from tests.fixtures.receivers import HOST
 from tests.fixtures.webhooks import (

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import select, update
 
 from hangar.kit.container import Services
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.events import catalogue, outbox
 from hangar.webhooks.models import Delivery
 from tests.fixtures.factories import Org
 from tests.fixtures.log_pages import next_link, older_link, page_ids, walk_api, walk_screen

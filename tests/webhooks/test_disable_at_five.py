@@ -28,11 +28,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.db.engine import make_engine
 from hangar.foundation.ids import new_id
 from hangar.web.webhooks import status_words
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.subscriptions import SubscriptionView
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder
+from hangar.webhooks.models import Delivery, DeliveryStatus, Subscription
+from hangar.webhooks.subscriptions.manage import SubscriptionView
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.webhooks import Hooks, deliveries, subscription
@@ -197,7 +197,7 @@ async def leased(hooks: Hooks, count: int) -> list[Claimed]:
     return got
 
 
-def failed(c: Claimed, at: datetime, status: str = "failed") -> Outcome:
+def failed(c: Claimed, at: datetime, status: DeliveryStatus = "failed") -> Outcome:
     made = c.attempts_made + 1
     return Outcome(
         delivery_id=c.id,
@@ -299,7 +299,7 @@ async def test_two_recorders_racing_disable_at_exactly_five(
     ],
 )
 async def test_one_batch_counts_up_to_five_and_stops(
-    hooks: Hooks, start: int, statuses: list[str], expected: int
+    hooks: Hooks, start: int, statuses: list[DeliveryStatus], expected: int
 ) -> None:
     sub_id = await hooks.subscribe(consecutive_failures=start)
     claims = await leased(hooks, len(statuses))
@@ -337,7 +337,8 @@ async def test_outcomes_of_a_disabled_subscription_leave_its_counter_alone(
     t0 = hooks.clock.now()
     recorder: Recorder[Claimed] = Recorder(hooks.services.engine)
     before = disabled_so_far()
-    for c, status in zip(claims, ["failed", "succeeded", "failed"], strict=True):
+    trio: tuple[DeliveryStatus, ...] = ("failed", "succeeded", "failed")
+    for c, status in zip(claims, trio, strict=True):
         assert await recorder.write(failed(c, t0, status))
     assert await subscription(hooks.services.engine, sub_id) == (False, 5, disabled_at)
     assert disabled_so_far() == before

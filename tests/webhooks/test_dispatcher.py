@@ -18,10 +18,10 @@ from sqlalchemy import select, update
 from hangar.foundation.clock import SystemClock
 from hangar.foundation.crypto import SecretBox
 from hangar.kit.container import WEBHOOK_SECRETS, Services
-from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import TIMEOUT_SECONDS, Sender
+from hangar.webhooks.events import catalogue, outbox
 from hangar.webhooks.models import Attempt, Delivery, Subscription
-from hangar.webhooks.sender import TIMEOUT_SECONDS, Sender
 from hangar.wiring.worker import Worker
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver

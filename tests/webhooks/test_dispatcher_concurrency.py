@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import event, text
 
 from hangar.kit.container import Services
-from hangar.webhooks import worker as worker_module
-from hangar.webhooks.dispatcher import Dispatcher
-from hangar.webhooks.queue import MAX_IN_FLIGHT
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery import worker as worker_module
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
 from hangar.wiring.worker import Worker
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org

@@ -9,9 +9,9 @@ import asyncio
 from sqlalchemy import select
 
 from hangar.kit.container import Services
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.receivers import Receiver
 from tests.fixtures.subprocesses import eventually

@@ -18,8 +18,8 @@ from hangar.fleet.models import MelCategory
 from hangar.reservations.models import ActivityType, ReservationStatus
 from hangar.squawks.models import Severity
 from hangar.web.events import EVENTS
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.event_schemas import VOCABULARIES
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
+from hangar.webhooks.events.event_schemas import VOCABULARIES
 from tests.fixtures.all_events import fire_everything
 from tests.fixtures.event_schemas import data_properties, served_schemas, validator
 from tests.fixtures.webhooks import Hooks

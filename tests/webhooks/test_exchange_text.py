@@ -17,10 +17,10 @@ from sqlalchemy import update
 
 from hangar.kit.container import Services
 from hangar.web.http_text import request_target, response_text, url_changed
-from hangar.webhooks.delivery_log import RequestView
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.signing import NOT_KEPT
+from hangar.webhooks.inspection.delivery_log import RequestView
 from hangar.webhooks.models import Subscription
-from hangar.webhooks.sender import Sender
-from hangar.webhooks.signing import NOT_KEPT
 from tests.fixtures.factories import Org
 from tests.fixtures.receivers import Receiver
 from tests.fixtures.webhooks import dispatcher, fire, subscribe

@@ -23,10 +23,10 @@ from scripts.scratch import free_port
 from sqlalchemy import update
 
 from hangar.kit.container import Services
-from hangar.webhooks.explain import explain
+from hangar.webhooks.delivery.attempt_kinds import explain
+from hangar.webhooks.delivery.sender import RESPONSE_KEPT_BYTES, Sender
+from hangar.webhooks.delivery.signing import NOT_KEPT
 from hangar.webhooks.models import Attempt, Subscription
-from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
-from hangar.webhooks.signing import NOT_KEPT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.receivers import HOST, Receiver, https_endpoint, loopback_only

@@ -18,11 +18,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
-from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.states import LEASE, MAX_IN_FLIGHT, is_in_flight
+from hangar.webhooks.events import catalogue, outbox
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, is_in_flight
 from hangar.wiring.worker import Worker
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org

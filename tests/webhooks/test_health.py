@@ -18,7 +18,8 @@ import pytest
 from sqlalchemy import update
 
 from hangar.kit.container import Services
-from hangar.webhooks.health import (
+from hangar.webhooks.delivery.states import LEASE, MAX_IN_FLIGHT, MAX_IN_FLIGHT_TIMING_OUT
+from hangar.webhooks.inspection.health import (
     BucketView,
     QueueView,
     ResponseTimes,
@@ -27,7 +28,6 @@ from hangar.webhooks.health import (
     summary,
 )
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import LEASE, MAX_IN_FLIGHT, MAX_IN_FLIGHT_TIMING_OUT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import START, FakeClock
 from tests.fixtures.health import History, Sent, health_of, health_url, nearest_rank

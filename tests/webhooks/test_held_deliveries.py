@@ -15,10 +15,11 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import select
 
-from hangar.webhooks.dispatcher import HELD_FOR, Dispatcher
+from hangar.webhooks.delivery.attempting import HELD_FOR
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.outcomes import Recorder
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.records import Recorder
-from hangar.webhooks.secrets import new_secret
+from hangar.webhooks.subscriptions.signing_secrets import new_secret
 from tests.fixtures.key_rotation import LOST_KEY, holding
 from tests.fixtures.webhooks import Hooks, attempt_errors, deliveries, subscription
 

@@ -1,4 +1,4 @@
-"""Connections to a destination are kept alive and reused (hangar.webhooks.sender): many
+"""Connections to a destination are kept alive and reused (hangar.webhooks.delivery.sender): many
 deliveries to one endpoint arrive over at most its cap of connections, shared by every
 subscription to the same host and port; a receiver that closes after each answer still gets
 every delivery; an answer far past what is kept closes its connection; and a name that now
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from hangar.kit.container import Services
-from hangar.webhooks.queue import MAX_IN_FLIGHT
-from hangar.webhooks.sender import RESPONSE_KEPT_BYTES, Sender
+from hangar.webhooks.delivery.sender import RESPONSE_KEPT_BYTES, Sender
+from hangar.webhooks.delivery.states import MAX_IN_FLIGHT
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeResolver
 from tests.fixtures.receivers import HOST, Receiver

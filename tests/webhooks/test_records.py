@@ -15,13 +15,13 @@ from sqlalchemy.exc import IntegrityError
 
 from hangar.foundation.ids import new_id
 from hangar.kit.container import Services
-from hangar.webhooks import claims as claims_module
-from hangar.webhooks import queue as queue_module
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery import claim_turns as turns_module
+from hangar.webhooks.delivery import states as queue_module
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.outcomes import Outcome, Recorder, Refill
+from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.models import Attempt, Delivery, Subscription
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.sender import Sender
 from tests.fixtures.factories import Org
 from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 
@@ -30,7 +30,7 @@ from tests.fixtures.webhooks import deliveries, fire, subscribe, subscription
 def uncapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests record outcomes of many deliveries to one subscription, leased at once:
     the cap on attempts in flight (tests/webhooks/test_fair_delivery.py) is not theirs."""
-    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 100)
+    monkeypatch.setattr(turns_module, "MAX_IN_FLIGHT", 100)
     monkeypatch.setattr(queue_module, "MAX_IN_FLIGHT", 100)
 
 
@@ -184,20 +184,17 @@ class Refills:
         self.work, self.slots = work, slots
         self.found: list[list[Claimed] | None] = []
 
-    def slots_after(self, finishing: int) -> int:
-        return self.slots
+    def refill(self) -> Refill[Claimed]:
+        return Refill(self.claim, self.found.append)
 
-    async def claim_on(self, conn: Any, slots: int) -> list[Claimed]:
-        return await self.work.claim_on(conn, slots)
-
-    def refilled(self, found: list[Claimed] | None) -> None:
-        self.found.append(found)
+    async def claim(self, conn: Any, finishing: int) -> list[Claimed]:
+        return await self.work.claim_on(conn, self.slots)
 
 
 async def test_a_batch_refills_the_slots_it_frees_in_its_own_transaction(
     services: Services, org: Org, sender: Sender, receiver: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(claims_module, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(turns_module, "MAX_IN_FLIGHT", 2)
     sub_id = await subscribe(services, org, receiver.url())
     for _ in range(5):
         await fire(services, org)
@@ -205,8 +202,7 @@ async def test_a_batch_refills_the_slots_it_frees_in_its_own_transaction(
     first = await work.claim()
     assert len(first) == 2  # the cap
     refills = Refills(work, slots=10)
-    recorder: Recorder[Claimed] = Recorder(services.engine)
-    recorder.refill = refills
+    recorder: Recorder[Claimed] = Recorder(services.engine, refills.refill())
     commits: list[int] = []
     listener = lambda _conn: commits.append(1)  # noqa: E731
     event.listen(services.engine.sync_engine, "commit", listener)
@@ -242,8 +238,7 @@ async def test_a_batch_that_fails_refills_nothing_and_says_so(
     assert broken.attempt is not None
     broken.attempt["number"] = None  # NOT NULL: the database refuses the attempt
     refills = Refills(work, slots=10)
-    recorder: Recorder[Claimed] = Recorder(services.engine)
-    recorder.refill = refills
+    recorder: Recorder[Claimed] = Recorder(services.engine, refills.refill())
     with pytest.raises(IntegrityError):
         await recorder.write(broken)
     # Rolled back with the batch: no lease taken; the dispatcher is told to claim itself.

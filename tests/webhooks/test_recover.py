@@ -21,8 +21,9 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from hangar.webhooks import catalogue, recovery
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery import recovery
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.events import catalogue
 from hangar.webhooks.models import Delivery, Event, Recovery, Subscription
 from hangar.wiring.worker import Worker
 from tests.fixtures.actions import user_id

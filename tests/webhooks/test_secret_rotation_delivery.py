@@ -20,9 +20,9 @@ from sqlalchemy import select
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from hangar.kit.container import Services
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.signing import headers, signature, standard_signature
 from hangar.webhooks.models import Delivery
-from hangar.webhooks.sender import Sender
-from hangar.webhooks.signing import headers, signature, standard_signature
 from tests.fixtures.clients import signed_in_client
 from tests.fixtures.factories import Org
 from tests.fixtures.fakes import FakeClock, FakeResolver

@@ -1,4 +1,4 @@
-"""The claim's shares (hangar.webhooks.queue): no organization waits for another, whatever
+"""The claim's shares (hangar.webhooks.delivery.states): no organization waits for another, whatever
 mix of slow endpoints the others have.
 
 - one organization's endpoints that all hang hold at most ORG_MAX_IN_FLIGHT attempts;
@@ -26,16 +26,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
 from hangar.kit.container import Services
-from hangar.webhooks import outbox
-from hangar.webhooks.dispatcher import Dispatcher
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.states import (
     DESTINATION_MAX_IN_FLIGHT,
     MAX_IN_FLIGHT,
     ORG_MAX_IN_FLIGHT,
     is_in_flight,
 )
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.events import outbox
+from hangar.webhooks.models import Delivery, Subscription
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver

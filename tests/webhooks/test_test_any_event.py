@@ -11,7 +11,7 @@ import httpx
 import orjson
 from sqlalchemy import select
 
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
+from hangar.webhooks.events.catalogue import EVENT_NAMES, TEST_PING
 from hangar.webhooks.models import Delivery
 from hangar_client import parse_event, verify_delivery
 from tests.fixtures.event_schemas import data_properties, served_schemas, validator

@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.db.engine import make_engine
 from hangar.kit.container import Services
-from hangar.webhooks import catalogue, outbox
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.dispatcher import Dispatcher
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.events import catalogue, outbox
 from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.sender import Sender
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org
 from tests.fixtures.receivers import Receiver

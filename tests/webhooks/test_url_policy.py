@@ -17,14 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hangar.kit.resolver import IPAddress, ResolutionFailed, SystemResolver
-from hangar.webhooks.url_parsing import (
+from hangar.webhooks.egress.url_parsing import (
     ParsedUrl,
     RejectionCode,
     UrlRejected,
     is_public_address,
     parse_webhook_url,
 )
-from hangar.webhooks.url_policy import check_webhook_url
+from hangar.webhooks.egress.url_policy import check_webhook_url
 
 PARSE = RejectionCode.PARSE_FAILED
 HTTPS = RejectionCode.HTTPS_REQUIRED

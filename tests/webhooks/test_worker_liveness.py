@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hangar.kit.container import Services
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery.sender import Sender
 from hangar.wiring.worker import Worker
 from hangar.wiring.worker_metrics import metrics_app
 from tests.fixtures.subprocesses import eventually

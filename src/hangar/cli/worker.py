@@ -16,7 +16,7 @@ from hangar.foundation.config import Settings
 if TYPE_CHECKING:
     from socket import socket
 
-    from hangar.webhooks.sender import Sender
+    from hangar.webhooks.delivery.sender import Sender
 
 # Makes the worker's Sender inside the worker's process. Only tests pass one (a sender that
 # reaches their loopback receivers); it must be a module-level function, so that it can be

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 `webhooks` section: one POST per event as hangar delivers it, its body the
 event's schema (the same as GET /docs/events/{event}.schema.json serves, here among the
-components) and the headers every delivery carries (webhooks/signing.py), so generators make
-receiver types from the same document as the client's.
+components) and the headers every delivery carries (webhooks/delivery/signing.py), so generators
+make receiver types from the same document as the client's.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from hangar.external.tags import EVENTS
-from hangar.webhooks import event_schemas as schemas
-from hangar.webhooks.retries import MAX_ATTEMPTS, RETRY_WAITS
-from hangar.webhooks.sender import TIMEOUT_SECONDS
-from hangar.webhooks.signing import USER_AGENT
+from hangar.webhooks.delivery.retries import MAX_ATTEMPTS, RETRY_WAITS
+from hangar.webhooks.delivery.sender import TIMEOUT_SECONDS
+from hangar.webhooks.delivery.signing import USER_AGENT
+from hangar.webhooks.events import event_schemas as schemas
 
 _SCHEMAS = "#/components/schemas/"
 _PARAMETERS = "#/components/parameters/"

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.fleet.models import Aircraft, MelItem
 from hangar.kit.rows import written
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.events import catalogue, outbox
 
 
 async def expire_mel_items(engine: AsyncEngine, now: datetime) -> int:

@@ -19,7 +19,7 @@ from hangar.kit.bodies import BodyDate, BodyId, RequestBody
 from hangar.kit.errors import Conflict, invalid
 from hangar.kit.rows import created, locked, moved, public, referenced, soft_delete
 from hangar.orgs.actors import Actor
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.events import catalogue, outbox
 
 
 class NewAircraftBody(RequestBody):

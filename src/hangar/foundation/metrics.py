@@ -79,8 +79,8 @@ ATTEMPTS_IN_PROGRESS = Gauge(
     "Delivery attempts under way",
     multiprocess_mode="livesum",
 )
-# hangar.webhooks.dispatcher: attempts that could not be made for hangar's own reason. Never
-# counted against the endpoint: the delivery stays pending and is tried again.
+# hangar.webhooks.delivery.dispatcher: attempts that could not be made for hangar's own reason.
+# Never counted against the endpoint: the delivery stays pending and is tried again.
 HeldReason = Literal[
     "secret_unreadable",  # no key this process holds opens the subscription's secret
     "error",  # anything unexpected (the database refusing the outcome, a bug)
@@ -95,7 +95,7 @@ SUBSCRIPTIONS_AUTO_DISABLED = Counter(
     "hangar_webhook_subscriptions_auto_disabled",
     "Subscriptions disabled automatically after consecutive failed deliveries",
 )
-# hangar.webhooks.alerts: each notice the worker's `webhook-alerts` job took up. Not the
+# hangar.webhooks.delivery.alerts: each notice the worker's `webhook-alerts` job took up. Not the
 # postponed ones (a mail went out for the subscription within the day): they come back.
 DisabledNoticeOutcome = Literal[
     "sent",  # mailed to the organization's admins (to at least one of them)

@@ -34,7 +34,7 @@ from hangar.http.error_handlers import error_response
 from hangar.http.routing import bearer, services_of
 from hangar.kit.container import Services
 from hangar.kit.errors import NotFound
-from hangar.webhooks.queries import Gauges, gauges
+from hangar.webhooks.inspection.gauges import Gauges, gauges
 
 log = logging.getLogger("hangar")
 router = APIRouter()

@@ -25,7 +25,7 @@ from hangar.http.protocol import BoundedHttpToolsProtocol
 
 # How long a stopping server waits for the requests in flight before it cancels them (each
 # cut off is answered 503, hangar.http.stopping). The worker's attempts under way get their
-# 10 s timeout (hangar.webhooks.sender) in the same stop, so a process asked to stop is
+# 10 s timeout (hangar.webhooks.delivery.sender) in the same stop, so a process asked to stop is
 # gone about ten seconds later at most, whatever it was doing (deploy/'s TimeoutStopSec
 # leaves room above that).
 SHUTDOWN_GRACE_S = 10

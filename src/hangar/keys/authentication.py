@@ -41,7 +41,7 @@ class KeyLookup:
     `also` gives an operation columns of its own, read of the key's organization in the
     same statement (given the organization's id column): what it learns there can spare it a
     round trip of its own (the events API's poll that finds nothing new:
-    hangar.webhooks.event_log.log_end). They are read before the key is judged, and never
+    hangar.webhooks.events.event_log.log_end). They are read before the key is judged, and never
     reach a caller the key is not good for.
     """
 

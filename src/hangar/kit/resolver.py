@@ -1,6 +1,6 @@
 """Resolving host names: the seam through which tests inject their own answers.
 
-The policy on what a resolved address may be lives with its user (webhooks/url_policy.py);
+The policy on what a resolved address may be lives with its user (webhooks/egress/url_policy.py);
 this module only answers "which addresses does this name have".
 """
 

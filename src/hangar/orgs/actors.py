@@ -87,7 +87,7 @@ async def members_who_may(
     """The organization's name (None: no such organization) and the accounts of its active
     members whose role grants `capability`, by the same decision as `actor_in` and `may`:
     whom hangar tells about what those members manage (a disabled webhook:
-    hangar.webhooks.alerts)."""
+    hangar.webhooks.delivery.alerts)."""
     roles = [name for name in ROLE_NAMES if capability in capabilities_of(name)]
     name = await conn.scalar(select(Organization.name).where(Organization.id == org_id))
     found = await conn.scalars(

@@ -85,7 +85,7 @@ INVITATION_LIFETIME = invitations.LIFETIME
 async def admins_of(conn: AsyncConnection, org_id: uuid.UUID) -> tuple[str, list[str]]:
     """The organization's name and the addresses its administrators (org.settings) sign in
     with, the address hangar mails a person at: whom the worker tells that one of the
-    organization's webhooks was disabled (hangar.webhooks.alerts)."""
+    organization's webhooks was disabled (hangar.webhooks.delivery.alerts)."""
     name, admins = await actors.members_who_may(conn, org_id, ORG_SETTINGS)
     emails = await users.emails_of(conn, admins)
     return name or "", [email for user in admins if (email := emails.get(user))]

@@ -29,7 +29,7 @@ from hangar.reservations.changes import count_change
 from hangar.reservations.models import ActivityType, Reservation
 from hangar.reservations.schemas import ReservationRow
 from hangar.squawks.service import open_grounding_count
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.events import catalogue, outbox
 
 OPEN = ("confirmed", "standby")
 # A squawk still being worked on; a deferred one has been judged safe to fly with.

@@ -14,7 +14,7 @@ deleted, oldest first, in small batches:
 - audit log entries older than HANGAR_AUDIT_RETENTION_DAYS (default 365).
 - idempotency keys (and the answers kept for them) a day after they were claimed.
 
-Each feature makes the batches of its own tables (hangar.webhooks.retention, and `expired`
+Each feature makes the batches of its own tables (hangar.webhooks.delivery.pruning, and `expired`
 in hangar.auth.sessions, hangar.orgs.invitations, hangar.audit and hangar.idempotency; a
 batch is a short transaction on an index, hangar.kit.batches); `job` takes turns between
 them within a time budget, pausing between batches so deliveries, claims and the product's

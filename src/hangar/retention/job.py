@@ -26,8 +26,8 @@ from hangar.idempotency import replay as idempotency
 from hangar.jobs.scheduler import Done, JobRun
 from hangar.kit.batches import Batch, Batches
 from hangar.orgs import invitations
-from hangar.webhooks import retention as delivery_log
-from hangar.webhooks.retention import Deliveries, Events, PreviousSecrets
+from hangar.webhooks.delivery import pruning as delivery_log
+from hangar.webhooks.delivery.pruning import Deliveries, Events, PreviousSecrets
 
 # Every table retention deletes from (and the previous secrets it erases), in the order it
 # reports them.

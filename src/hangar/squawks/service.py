@@ -20,7 +20,7 @@ from hangar.kit.rows import Record, created, locked, moved, public
 from hangar.orgs.actors import Actor
 from hangar.squawks.models import Severity, Squawk
 from hangar.squawks.schemas import SquawkRow
-from hangar.webhooks import catalogue, outbox
+from hangar.webhooks.events import catalogue, outbox
 
 
 class NewSquawkBody(RequestBody):

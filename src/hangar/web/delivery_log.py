@@ -25,7 +25,7 @@ from hangar.webhooks import service
 from hangar.webhooks.service import LOGGED_EVENTS, STATUSES, InvalidLogCursor, LogFilters
 
 if TYPE_CHECKING:
-    from hangar.webhooks.delivery_log import DeliveryView
+    from hangar.webhooks.inspection.delivery_log import DeliveryView
 
 PAGE_SIZE = 20
 

@@ -1,5 +1,5 @@
 """GET /docs/events.json and /docs/events/{event}.schema.json: the JSON Schema of each
-event's delivery body (hangar.webhooks.event_schemas), public like the rest of /docs.
+event's delivery body (hangar.webhooks.events.event_schemas), public like the rest of /docs.
 
 JSON, not pages: an unknown event is the API's 404 `{detail, code}`, and a schema is served
 as `application/schema+json`, so validators and generators that fetch it by its `$id` get
@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from hangar.http.routing import ServicesDep
 from hangar.kit.errors import NotFound
-from hangar.webhooks import event_schemas as schemas
+from hangar.webhooks.events import event_schemas as schemas
 
 router = APIRouter()
 

@@ -1,5 +1,5 @@
 """The 13 events as integrators and administrators read them: when each fires, and an
-example `data` object made by the very builders the outbox uses (webhooks/catalogue.py), so
+example `data` object made by the very builders the outbox uses (webhooks/events/catalogue.py), so
 the documented payloads cannot drift from what is sent."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime
 import orjson
 
 from hangar.kit.encoding import dumps
-from hangar.webhooks import catalogue as c
+from hangar.webhooks.events import catalogue as c
 
 _AIRCRAFT = {
     "id": "0196a1f2-7c3e-7a10-9d1e-3b2f4c5d6e7f",

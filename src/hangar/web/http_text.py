@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from hangar.webhooks.delivery_log import RequestView, ResponseView
+    from hangar.webhooks.inspection.delivery_log import RequestView, ResponseView
 
 VERSION = "HTTP/1.1"
 

@@ -25,8 +25,8 @@ from hangar.web.health_chart import charts
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.web.webhooks import page_context
 from hangar.webhooks import service
-from hangar.webhooks.catalogue import TEST_PING
-from hangar.webhooks.samples import TESTABLE
+from hangar.webhooks.events.catalogue import TEST_PING
+from hangar.webhooks.events.samples import TESTABLE
 from hangar.webhooks.service import (
     DELIVERY,
     REDELIVERY_LIMITS,

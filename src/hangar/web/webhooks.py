@@ -29,8 +29,7 @@ from hangar.web.events import EVENTS
 from hangar.web.forms import grace_hours, submit
 from hangar.web.pages import PageRoute, redirect, render
 from hangar.webhooks import service
-from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
-from hangar.webhooks.secrets import whsec_form
+from hangar.webhooks.events.catalogue import ALL_EVENTS, TEST_PING
 from hangar.webhooks.service import (
     SUBSCRIPTION,
     NewSubscription,
@@ -39,6 +38,7 @@ from hangar.webhooks.service import (
     SubscriptionEdit,
     SubscriptionView,
 )
+from hangar.webhooks.subscriptions.signing_secrets import whsec_form
 
 router = APIRouter(prefix="/settings/{org_id}/webhooks", route_class=PageRoute)
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Literal, get_args
 
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from hangar.db.base import Base, id_column
+
+# A delivery's state: pending (waiting or in flight, delivery/states.py), or finished as
+# succeeded, failed (its attempts ran out) or skipped (never sent: its subscription was
+# disabled or deleted first).
+DeliveryStatus = Literal["pending", "succeeded", "failed", "skipped"]
+DELIVERY_STATUSES: tuple[DeliveryStatus, ...] = get_args(DeliveryStatus)
 
 
 class Subscription(Base):
@@ -38,7 +45,7 @@ class Subscription(Base):
     # attempts in flight to one destination, whichever organizations' they are.
     destination: Mapped[str] = mapped_column(String(300), default="", server_default=text("''"))
     # When its attempts began to time out; NULL once one is answered. Until then it has one
-    # attempt in flight at a time (hangar.webhooks.queue).
+    # attempt in flight at a time (hangar.webhooks.delivery.states).
     timing_out_since: Mapped[datetime | None]
 
 
@@ -53,7 +60,7 @@ class Event(Base):
     data: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(index=True)  # retention prunes the oldest
     # Its place in the organization's event log (the events API's order): given after the
-    # event's transaction has committed, so in commit order (webhooks/event_log.py says
+    # event's transaction has committed, so in commit order (webhooks/events/event_log.py says
     # why); NULL until then.
     position: Mapped[int | None] = mapped_column(BigInteger)
     # What it concerns: the id of the reservation, squawk, aircraft or MEL deferral that is
@@ -63,8 +70,8 @@ class Event(Base):
 
     __table_args__ = (
         Index("ix_events_org_position", "org_id", "position", unique=True),
-        # An organization's events by time: what Recover reads (webhooks/recovery.py), from a
-        # time on, oldest first, without walking every other organization's (migration 0016).
+        # An organization's events by time: what Recover reads (webhooks/delivery/recovery.py),
+        # from a time on, oldest first, without walking every other organization's (migration 0016).
         Index("ix_events_org_created_at", "org_id", "created_at", "id"),
         # What is still to be placed: small, as placing follows soon after the commit.
         Index(
@@ -93,7 +100,7 @@ class Delivery(Base):
     # Indexed: an event is pruned only when no delivery refers to it.
     event_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("events.id"), index=True)
     event_name: Mapped[str] = mapped_column(String(60))
-    status: Mapped[str] = mapped_column(String(20), default="pending")
+    status: Mapped[DeliveryStatus] = mapped_column(String(20), default="pending")
     attempts_made: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime]
     lease_until: Mapped[datetime | None]  # a worker holds it until then
@@ -114,9 +121,9 @@ class Delivery(Base):
 
 class Recovery(Base):
     """An administrator's Recover: every event since `since` that the subscription's list
-    matches and that has no succeeded or pending delivery to it, queued (webhooks/recovery.py).
-    Its deliveries name it (`Delivery.recovery_id`): while any of them is pending, the
-    subscription's next Recover is refused."""
+    matches and that has no succeeded or pending delivery to it, queued
+    (webhooks/delivery/recovery.py). Its deliveries name it (`Delivery.recovery_id`): while any of
+    them is pending, the subscription's next Recover is refused."""
 
     __tablename__ = "webhook_recoveries"
     id: Mapped[uuid.UUID] = id_column()
@@ -133,7 +140,7 @@ class Recovery(Base):
 
 class DisabledNotice(Base):
     """The mail that tells an organization's admins that one of its subscriptions was disabled
-    (webhooks/alerts.py). Written in the transaction that disables it, so a crash loses no
+    (webhooks/delivery/alerts.py). Written in the transaction that disables it, so a crash loses no
     notice; sent by the worker's `webhook-alerts` job, which clears `due_at`. One row per
     subscription, kept: `sent_at` is what holds the mails to one a day."""
 

@@ -29,42 +29,38 @@ from hangar.kit.bodies import RequestBody
 from hangar.kit.container import WEBHOOK_SECRETS, Services, webhook_secret_box
 from hangar.kit.errors import RateLimited
 from hangar.kit.ratelimit import Limit
-from hangar.webhooks import (
-    alerts,
-    catalogue,
-    delivery_log,
-    health,
-    outbox,
-    recovery,
-    resealing,
-    samples,
-)
-from hangar.webhooks import subscriptions as subs
+from hangar.webhooks.delivery import alerts, recovery
+from hangar.webhooks.delivery import redeliver as redelivery
 
 # What the routes and the screens name besides the actions: the 404s' words, the views they
 # present, the words of the health summary, and a rotation's grace window.
-from hangar.webhooks.alerts import DisabledView as DisabledView
-from hangar.webhooks.delivery_log import DELIVERY as DELIVERY
-from hangar.webhooks.delivery_log import LOGGED_EVENTS as LOGGED_EVENTS
-from hangar.webhooks.delivery_log import REDELIVERY_LIMITS as REDELIVERY_LIMITS
-from hangar.webhooks.delivery_log import STATUSES as STATUSES
-from hangar.webhooks.delivery_log import InvalidLogCursor as InvalidLogCursor
-from hangar.webhooks.delivery_log import LogFilters as LogFilters
-from hangar.webhooks.health import BucketView as BucketView
-from hangar.webhooks.health import HealthView as HealthView
-from hangar.webhooks.health import SeriesView as SeriesView
-from hangar.webhooks.health import duration_words as duration_words
-from hangar.webhooks.health import percent_words as percent_words
-from hangar.webhooks.recovery import RecoverBody as RecoverBody
-from hangar.webhooks.recovery import Recovered as Recovered
-from hangar.webhooks.recovery import RecoveryView as RecoveryView
-from hangar.webhooks.resealing import Resealed as Resealed
-from hangar.webhooks.resealing import Unreadable as Unreadable
-from hangar.webhooks.secrets import DEFAULT_GRACE_HOURS as DEFAULT_GRACE_HOURS
-from hangar.webhooks.secrets import MAX_GRACE_HOURS as MAX_GRACE_HOURS
-from hangar.webhooks.subscriptions import SUBSCRIPTION as SUBSCRIPTION
-from hangar.webhooks.subscriptions import NewSubscriptionView as NewSubscriptionView
-from hangar.webhooks.subscriptions import SubscriptionView as SubscriptionView
+from hangar.webhooks.delivery.alerts import DisabledView as DisabledView
+from hangar.webhooks.delivery.recovery import RecoverBody as RecoverBody
+from hangar.webhooks.delivery.recovery import Recovered as Recovered
+from hangar.webhooks.delivery.recovery import RecoveryView as RecoveryView
+from hangar.webhooks.delivery.redeliver import REDELIVERY_LIMITS as REDELIVERY_LIMITS
+from hangar.webhooks.events import catalogue, outbox, samples
+from hangar.webhooks.inspection import delivery_log, health
+from hangar.webhooks.inspection import log_filters as filters
+from hangar.webhooks.inspection.delivery_log import DELIVERY as DELIVERY
+from hangar.webhooks.inspection.delivery_log import InvalidLogCursor as InvalidLogCursor
+from hangar.webhooks.inspection.health import BucketView as BucketView
+from hangar.webhooks.inspection.health import HealthView as HealthView
+from hangar.webhooks.inspection.health import SeriesView as SeriesView
+from hangar.webhooks.inspection.health import duration_words as duration_words
+from hangar.webhooks.inspection.health import percent_words as percent_words
+from hangar.webhooks.inspection.log_filters import LOGGED_EVENTS as LOGGED_EVENTS
+from hangar.webhooks.inspection.log_filters import STATUSES as STATUSES
+from hangar.webhooks.inspection.log_filters import LogFilters as LogFilters
+from hangar.webhooks.subscriptions import manage as subs
+from hangar.webhooks.subscriptions import resealing
+from hangar.webhooks.subscriptions.manage import SUBSCRIPTION as SUBSCRIPTION
+from hangar.webhooks.subscriptions.manage import NewSubscriptionView as NewSubscriptionView
+from hangar.webhooks.subscriptions.manage import SubscriptionView as SubscriptionView
+from hangar.webhooks.subscriptions.resealing import Resealed as Resealed
+from hangar.webhooks.subscriptions.resealing import Unreadable as Unreadable
+from hangar.webhooks.subscriptions.signing_secrets import DEFAULT_GRACE_HOURS as DEFAULT_GRACE_HOURS
+from hangar.webhooks.subscriptions.signing_secrets import MAX_GRACE_HOURS as MAX_GRACE_HOURS
 
 TEST_FIRE_LIMITS = (Limit(10, 3600, "10 test fires per hour"),)
 
@@ -93,8 +89,8 @@ list_all = subs.list_subscriptions
 get = subs.get_subscription
 # The log, a page at a time (newest first), with its filters by status and event.
 deliveries = delivery_log.log_page
-log_filters = delivery_log.log_filters
-filter_problems = delivery_log.filter_problems
+log_filters = filters.log_filters
+filter_problems = filters.filter_problems
 # The organization's subscriptions disabled now: the Org Settings banner.
 disabled = alerts.disabled_of
 # A subscription's latest Recover, and what of it still waits; the most one queues.
@@ -161,7 +157,7 @@ async def redeliver(
     by: Who,
 ) -> uuid.UUID:
     """Redeliver: a finished delivery queued again, same id and event (10 per hour)."""
-    again = await delivery_log.redeliver(
+    again = await redelivery.redeliver(
         conn, services, org_id, sub_id, delivery_id, _person(by), now
     )
     details = {"delivery_id": str(delivery_id), "redelivery_id": str(again)}
@@ -192,7 +188,7 @@ async def recover(
     by: Who,
 ) -> Recovered:
     """Recover: every event since `body.since` (within HANGAR_DELIVERY_RETENTION_DAYS) that the
-    subscription takes and never got, queued to it, oldest first (webhooks/recovery.py)."""
+    subscription takes and never got, queued to it, oldest first (webhooks/delivery/recovery.py)."""
     retention = services.settings.delivery_retention_days
     done = await recovery.recover(
         conn, org_id, sub_id, body.since, user_id=_person(by), now=now, retention_days=retention

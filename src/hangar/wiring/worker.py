@@ -17,9 +17,9 @@ from hangar.jobs.scheduler import Done, Job, JobRun, run_every_minute
 from hangar.kit.container import Services
 from hangar.kit.tasks import ended
 from hangar.orgs import service as org_service
-from hangar.webhooks import alerts
-from hangar.webhooks.sender import Sender
-from hangar.webhooks.worker import DeliveryWorker
+from hangar.webhooks.delivery import alerts
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.worker import DeliveryWorker
 
 log = logging.getLogger("hangar.worker")
 

@@ -20,8 +20,8 @@ from hangar.http.routing import services_of
 from hangar.keys.authentication import KeyLookup
 from hangar.kit.errors import Forbidden
 from hangar.kit.params import AwareDateTime, Digits
-from hangar.webhooks import event_log
-from hangar.webhooks.catalogue import EVENT_NAMES, READ_SCOPE, unknown_event
+from hangar.webhooks.events import event_log
+from hangar.webhooks.events.catalogue import EVENT_NAMES, READ_SCOPE, unknown_event
 from hangar.webhooks.schemas import EventPage
 
 router = APIRouter(prefix=PREFIX, route_class=KeyedRoute)
@@ -32,7 +32,7 @@ CatalogueName = Annotated[str, WithJsonSchema({"type": "string", "enum": list(EV
 
 
 # A poll that finds nothing new is answered from the key's statement alone: it also reads
-# where the organization's log ends (hangar.webhooks.event_log.page).
+# where the organization's log ends (hangar.webhooks.events.event_log.page).
 class _EventsRoute(KeyedRoute):
     key_lookup = KeyLookup(event_log.log_end)
 

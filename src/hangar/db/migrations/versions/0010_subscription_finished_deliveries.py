@@ -1,8 +1,8 @@
 """a subscription's finished deliveries, by when they finished
 
 - `ix_webhook_deliveries_subscription_finished` (subscription_id, completed_at, status, id)
-  WHERE status <> 'pending': a subscription's health (webhooks/health_stats.py) counts the
-  deliveries it finished in the last 7 days by status, and reads the attempts of those
+  WHERE status <> 'pending': a subscription's health (webhooks/inspection/health_stats.py) counts
+  the deliveries it finished in the last 7 days by status, and reads the attempts of those
   deliveries by their ids. No index answered that:
   0003's (subscription_id, created_at DESC) orders by when a delivery was queued, and one
   queued before the window (a backlog behind a slow endpoint, a redelivery of an old one) may

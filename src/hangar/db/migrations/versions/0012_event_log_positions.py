@@ -1,7 +1,7 @@
 """event log positions: the order the events API pages in
 
 - `events.position`: an event's place in its organization's log, given after its transaction
-  committed (hangar/webhooks/event_log.py), so a reader paging by position never steps over
+  committed (hangar/webhooks/events/event_log.py), so a reader paging by position never steps over
   an event that committed late. NULL until placed.
 - `event_log_ends`: per organization, the last position given; its row is the lock that
   keeps two placers from interleaving.

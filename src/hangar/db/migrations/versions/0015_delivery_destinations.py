@@ -28,7 +28,7 @@ COLUMNS = (
 
 
 def destination(url: str) -> str:
-    """host:port of a stored URL, as hangar.webhooks.url_parsing writes it for a new one."""
+    """host:port of a stored URL, as hangar.webhooks.egress.url_parsing writes it for a new one."""
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
     with contextlib.suppress(UnicodeError):  # else as it is: at worst, a destination of its own

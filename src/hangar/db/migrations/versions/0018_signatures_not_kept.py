@@ -3,7 +3,7 @@
 A stored signature is a delivery anyone who reads the database, or a backup of it, could send
 to the receiver again (`X-Service-Signature` covers the body alone, and never goes stale). The
 delivery log keeps each signature header's name and shows, in place of its value, that it was
-computed when sent (hangar.webhooks.signing.NOT_KEPT); Redeliver signs when it sends.
+computed when sent (hangar.webhooks.delivery.signing.NOT_KEPT); Redeliver signs when it sends.
 
 Data only, in one statement per dialect over the JSON pairs: the previous release reads and
 writes the same columns (an attempt it records during the upgrade is masked when shown), so
@@ -22,7 +22,7 @@ down_revision: str | None = "0017"
 # A data change: 0016's code (1.5.0) still works on this schema.
 oldest_compatible = "0016"
 
-# As in hangar.webhooks.signing (NOT_KEPT, SIGNATURE_HEADERS): a migration keeps its own
+# As in hangar.webhooks.delivery.signing (NOT_KEPT, SIGNATURE_HEADERS): a migration keeps its own
 # copy, so that it means what it meant when written.
 NOT_KEPT = "(computed when sent; not kept)"
 

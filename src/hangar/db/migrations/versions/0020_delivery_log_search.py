@@ -1,14 +1,14 @@
 """the delivery log's search by event id and by resource
 
 - `events.resource_id`: what the event concerns, the id of the reservation, squawk, aircraft
-  or MEL deferral that is its data's own `id` (hangar.webhooks.outbox.resource_of); NULL for
+  or MEL deferral that is its data's own `id` (hangar.webhooks.events.outbox.resource_of); NULL for
   an event whose data has none (`test.ping`). Existing events get it from their stored data.
 - `webhook_deliveries.resource_id`: its event's, copied when the delivery is queued, so the
   log's search reads one index of the subscription's own deliveries.
 - `ix_webhook_deliveries_resource` (subscription_id, resource_id, created_at DESC, id DESC)
   WHERE resource_id IS NOT NULL, and `ix_webhook_deliveries_subscription_event`
   (subscription_id, event_id, created_at DESC, id DESC): a search of the log
-  (`?resource_id=`, `?event_id=`, webhooks/delivery_log.py) reads its page in order from
+  (`?resource_id=`, `?event_id=`, webhooks/inspection/delivery_log.py) reads its page in order from
   them, whatever the log holds. Neither 0003's log index (the subscription's whole history,
   filtered) nor 0009's (event_id) does: SQLite, which keeps no statistics, prefers the one
   that gives the order, and walked a subscription's 100,000 deliveries for one event

@@ -1,5 +1,5 @@
-"""Steps 1 to 4 of the webhook URL policy (hangar.webhooks.url_policy): a URL parsed, its host
-normalised as browsers do, and refused if it cannot be a public https endpoint, before any
+"""Steps 1 to 4 of the webhook URL policy (hangar.webhooks.egress.url_policy): a URL parsed, its
+host normalised as browsers do, and refused if it cannot be a public https endpoint, before any
 name is resolved; and the address rule that every address must pass."""
 
 from __future__ import annotations

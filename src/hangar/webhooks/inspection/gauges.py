@@ -8,13 +8,13 @@ from datetime import datetime
 from sqlalchemy import false, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.states import (
     is_due,
     is_in_flight,
     is_pending,
     with_due_work,
 )
+from hangar.webhooks.models import Delivery, Subscription
 
 
 @dataclass(frozen=True)

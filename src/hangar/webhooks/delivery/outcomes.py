@@ -13,9 +13,11 @@ An outcome is written only while its lease is still the worker's: the batch lock
 deliveries and keeps those whose lease is the one claimed, so of two workers that both
 believe they hold a delivery, only one records anything.
 
-The slots a batch frees are refilled in its own transaction (`Refill`, the dispatcher's
-claim): the next due deliveries are leased as the finished ones are settled, so a slot is
-never idle between an attempt's end and the next claim, and one commit does both.
+The slots a batch frees are refilled in its own transaction (`Refill`, given by the dispatcher
+when it makes its recorder): the next due deliveries are leased as the finished ones are
+settled, so a slot is never idle between an attempt's end and the next claim, and one commit
+does both. The hand-off goes one way: the recorder calls the refill it was given, and nothing
+reaches into the recorder.
 """
 
 from __future__ import annotations
@@ -23,26 +25,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import orjson
-from sqlalchemy import JSON, Table, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import JSON, Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from hangar.audit import service as audit
 from hangar.db.base import UTCDateTime
 from hangar.foundation.metrics import DATABASE_ERRORS, SUBSCRIPTIONS_AUTO_DISABLED
-from hangar.webhooks import alerts
-from hangar.webhooks.models import Attempt, Delivery, Subscription
+from hangar.webhooks.delivery.failure_runs import (
+    FAILURES_BEFORE_DISABLE,
+    Disabled,
+    count_runs,
+    note_timeouts,
+)
+from hangar.webhooks.models import Attempt, Delivery, DeliveryStatus
 
 log = logging.getLogger("hangar.webhooks")
 
-FAILURES_BEFORE_DISABLE = 5
 # Enough for every slot of a busy dispatcher to share one transaction.
 MAX_BATCH = 200
 
@@ -50,22 +54,17 @@ MAX_BATCH = 200
 T = TypeVar("T")
 
 
-class Refill(Protocol, Generic[T]):
-    """What refills the slots a batch frees (the dispatcher): asked inside the batch's
-    transaction, told the result once it is committed."""
+@dataclass(frozen=True)
+class Refill(Generic[T]):
+    """How each batch refills the slots it frees, given to the recorder when it is made (by
+    the dispatcher, whose claim it is)."""
 
-    def slots_after(self, finishing: int) -> int:
-        """Slots free once the `finishing` attempts of this batch are recorded."""
-        ...
-
-    async def claim_on(self, conn: AsyncConnection, slots: int) -> list[T]:
-        """Leases up to `slots` due deliveries in `conn`'s transaction."""
-        ...
-
-    def refilled(self, found: list[T] | None) -> None:
-        """After the commit: what the batch leased, or None when it leased nothing because
-        it could not (the batch failed and its outcomes were written one by one)."""
-        ...
+    # Inside the batch's transaction, after the settling (so it sees those leases gone):
+    # leases what the slots the batch's `finishing` attempts free can take.
+    claim: Callable[[AsyncConnection, int], Awaitable[list[T]]]
+    # After the commit: what the batch leased, or None when it leased nothing because it
+    # could not (the batch failed and its outcomes were written one by one).
+    start: Callable[[list[T] | None], None]
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class Outcome:
     delivery_id: uuid.UUID
     subscription_id: uuid.UUID
     lease_until: datetime  # the lease this worker claimed
-    status: str  # pending (a retry is scheduled), succeeded, failed or skipped
+    status: DeliveryStatus  # pending (a retry is scheduled), succeeded, failed or skipped
     attempts_made: int
     next_attempt_at: datetime | None  # set for a retry only
     completed_at: datetime | None
@@ -215,7 +214,7 @@ def _only_answered_successes(outcomes: Sequence[Outcome]) -> bool:
 async def _settle_successes_pg(
     conn: AsyncConnection, outcomes: Sequence[Outcome]
 ) -> set[uuid.UUID]:
-    """What `_settle_pg`, the attempts' insert, `_count` and `_note_timeouts` write for a batch
+    """What `_settle_pg`, the attempts' insert, `count_runs` and `note_timeouts` write for a batch
     of answered successes, in one statement; the deliveries it settled."""
     attempts = [cast(dict[str, Any], o.attempt) for o in outcomes]
     rows = await conn.exec_driver_sql(
@@ -226,13 +225,13 @@ async def _settle_successes_pg(
 
 class Recorder(Generic[T]):
     """Writes outcomes for one dispatcher; `write` returns once its outcome is committed.
-    While `refill` is set, each batch also refills the slots it frees."""
+    Given a `refill`, each batch also refills the slots it frees."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, refill: Refill[T] | None = None) -> None:
         self._engine = engine
         self._queue: list[tuple[Outcome, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
-        self.refill: Refill[T] | None = None
+        self._refill = refill
 
     async def write(self, outcome: Outcome) -> bool:
         """Records `outcome`; False if the lease had been lost and nothing was written."""
@@ -247,7 +246,7 @@ class Recorder(Generic[T]):
     async def _drain(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            refill = self.refill
+            refill = self._refill
             try:
                 held, found = await self._write([o for o, _ in batch], refill)
             except Exception:
@@ -262,7 +261,7 @@ class Recorder(Generic[T]):
                         if not done.done():
                             done.set_exception(exc)
             if refill is not None:
-                refill.refilled(found)
+                refill.start(found)
             for outcome, done in batch:
                 if not done.done():
                     done.set_result(outcome.delivery_id in held)
@@ -277,7 +276,7 @@ class Recorder(Generic[T]):
             if on_pg and _only_answered_successes(outcomes):
                 held = await _settle_successes_pg(conn, outcomes)
                 if held and refill is not None:
-                    found = await _refilled(conn, refill, len(outcomes))
+                    found = await refill.claim(conn, len(outcomes))
                 return held, found
             if on_pg:
                 held = await _settle_pg(conn, outcomes)
@@ -294,10 +293,10 @@ class Recorder(Generic[T]):
                 await conn.execute(_SETTLE, [_settled(o) for o in mine])
                 if attempts:
                     await conn.execute(insert(Attempt), attempts)
-            disabled = await _count(conn, mine)
-            await _note_timeouts(conn, mine)
+            disabled = await count_runs(conn, mine)
+            await note_timeouts(conn, mine)
             if refill is not None:
-                found = await _refilled(conn, refill, len(outcomes))
+                found = await refill.claim(conn, len(outcomes))
         # Counted and told once committed: a batch rolled back disabled nothing.
         for d in disabled:
             SUBSCRIPTIONS_AUTO_DISABLED.inc()
@@ -311,37 +310,6 @@ class Recorder(Generic[T]):
                 extra={"subscription_id": str(d.subscription_id), "org_id": str(d.org_id)},
             )
         return held, found
-
-
-async def _refilled(conn: AsyncConnection, refill: Refill[T], finishing: int) -> list[T]:
-    # After the settling: this transaction sees those leases gone.
-    slots = refill.slots_after(finishing)
-    return await refill.claim_on(conn, slots) if slots > 0 else []
-
-
-async def _note_timeouts(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> None:
-    """Each subscription whose latest attempt here timed out has one attempt in flight at a
-    time from now on (queue.subscription_cap), until one is answered again. Written only
-    when it changes: successes to a busy receiver must not queue on its row."""
-    latest: dict[uuid.UUID, dict[str, Any]] = {}
-    for o in outcomes:
-        if o.attempt is not None:
-            latest[o.subscription_id] = o.attempt
-    timed_out = sorted(k for k, a in latest.items() if a.get("outcome") == "timeout")
-    answered = sorted(k for k, a in latest.items() if a.get("status_code") is not None)
-    if timed_out:
-        first = min(latest[k]["started_at"] for k in timed_out)
-        await conn.execute(
-            update(Subscription)
-            .where(Subscription.id.in_(timed_out), Subscription.timing_out_since.is_(None))
-            .values(timing_out_since=first)
-        )
-    if answered:
-        await conn.execute(
-            update(Subscription)
-            .where(Subscription.id.in_(answered), Subscription.timing_out_since.is_not(None))
-            .values(timing_out_since=None)
-        )
 
 
 def _settled(o: Outcome) -> dict[str, Any]:
@@ -365,119 +333,3 @@ async def _lock_held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[
     )
     leases = {row.id: row.lease_until for row in rows}
     return {o.delivery_id for o in outcomes if leases.get(o.delivery_id) == o.lease_until}
-
-
-@dataclass
-class _Run:
-    """One subscription's successes and failures in a batch, in the order they happened, as
-    what they do to its run of consecutive failures."""
-
-    head: list[datetime] = field(default_factory=list)  # failures before the first success
-    reset: bool = False  # a success came: the run restarts from zero after the head
-    # After a success: when a fifth failure in a row came, or how many failures followed
-    # the last success.
-    fifth_at: datetime | None = None
-    tail: int = 0
-
-    def add(self, counts: Literal["success", "failure"], at: datetime | None) -> None:
-        if counts == "success":
-            self.reset = True
-            if self.fifth_at is None:
-                self.tail = 0
-        elif not self.reset:
-            self.head.append(cast(datetime, at))
-        elif self.fifth_at is None:
-            self.tail += 1
-            if self.tail == FAILURES_BEFORE_DISABLE:
-                self.fifth_at = at
-
-
-@dataclass(frozen=True)
-class Disabled:
-    """A subscription the fifth failure in a row disabled."""
-
-    subscription_id: uuid.UUID
-    org_id: uuid.UUID
-
-
-async def _count(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> list[Disabled]:
-    """Applies the batch's successes and failures to each subscription's run of consecutive
-    failures, in the order they happened: a success forgets the failures before it, and the
-    fifth failure in a row disables the subscription. Returns those it disabled.
-
-    Only an enabled subscription's run changes: failures of deliveries still in flight when
-    the fifth disabled it (in this batch, an earlier one, or another worker's) do not count,
-    nor does a late success, so a disabled subscription says it was disabled after 5. Each
-    subscription is one statement that tests `enabled` under the row's lock, so two workers
-    settling failures at once cannot overshoot or disable twice."""
-    runs: dict[uuid.UUID, _Run] = defaultdict(_Run)
-    for o in outcomes:
-        if o.counts == "success" or (o.counts == "failure" and o.completed_at is not None):
-            runs[o.subscription_id].add(o.counts, o.completed_at)
-    # Only a subscription with failures to forget is written (and locked): concurrent
-    # successes to one receiver must not queue on its row.
-    only_reset = sorted(k for k, r in runs.items() if not r.head and not r.tail and not r.fifth_at)
-    if only_reset:
-        await conn.execute(
-            update(Subscription)
-            .where(
-                Subscription.id.in_(only_reset),
-                Subscription.enabled,
-                Subscription.consecutive_failures != 0,
-            )
-            .values(consecutive_failures=0)
-        )
-    disabled: list[Disabled] = []
-    for sub_id in sorted(runs.keys() - set(only_reset)):  # one lock order for every worker
-        row = (
-            await conn.execute(
-                update(Subscription)
-                .where(Subscription.id == sub_id, Subscription.enabled)
-                .values(_counted(runs[sub_id]))
-                .returning(Subscription.enabled, Subscription.org_id, Subscription.disabled_at)
-            )
-        ).one_or_none()
-        # None: it was disabled already, and is left alone.
-        if row is not None and not row.enabled:
-            disabled.append(Disabled(sub_id, row.org_id))
-            await alerts.noted(conn, sub_id)  # the admins are told, by a notice committed with it
-            # And the audit log says hangar did it, when the fifth failure came.
-            await audit.record(
-                conn,
-                row.org_id,
-                audit.SYSTEM,
-                "webhook.disabled",
-                ("webhook", sub_id),
-                row.disabled_at,
-                {"consecutive_failures": FAILURES_BEFORE_DISABLE},
-            )
-    return disabled
-
-
-def _counted(run: _Run) -> dict[str, Any]:
-    """The subscription's new run, enabled flag and disabled_at: the head's failures count on
-    from the stored run (an enabled subscription's is below five), the rest from zero."""
-    if not run.head:
-        if run.fifth_at is None:
-            return {"consecutive_failures": run.tail}
-        return {
-            "consecutive_failures": FAILURES_BEFORE_DISABLE,
-            "enabled": False,
-            "disabled_at": run.fifth_at,
-        }
-    stored = Subscription.consecutive_failures
-    # When the fifth in a row came: which of the head's failures it is depends on the stored
-    # run; NULL when none is.
-    fifth_at = case(
-        *(
-            (stored >= FAILURES_BEFORE_DISABLE - i, literal(at, UTCDateTime()))
-            for i, at in enumerate(run.head[:FAILURES_BEFORE_DISABLE], start=1)
-        ),
-        else_=literal(run.fifth_at, UTCDateTime()),
-    )
-    after = run.tail if run.reset else stored + len(run.head)
-    return {
-        "consecutive_failures": case((fifth_at.is_not(None), FAILURES_BEFORE_DISABLE), else_=after),
-        "enabled": fifth_at.is_(None),
-        "disabled_at": fifth_at,
-    }

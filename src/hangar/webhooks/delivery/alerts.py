@@ -3,7 +3,7 @@ subscriptions is disabled (five consecutive failed deliveries), as Stripe and Ho
 an account whose endpoint keeps failing.
 
 Nothing is lost on the way. The notice is a row (`DisabledNotice`), written by `noted` in the
-transaction that disables the subscription (webhooks/records.py): the disabling and its
+transaction that disables the subscription (webhooks/delivery/outcomes.py): the disabling and its
 notice commit together or not at all. The worker's `webhook-alerts` job (`send_due`, each
 minute, once across the cluster like every scheduled job) mails each notice that is due and
 then clears it: a process that dies between the two leaves the notice due, and the next run
@@ -14,8 +14,8 @@ timeouts (foundation/mail.py).
 - **Whom**: every active admin of the organization (whoever holds `org.settings`), at the
   address they sign in with; one mail each, as every hangar mail goes to one mailbox.
 - **What**: the subscription's name and URL, when it was disabled, the last attempt's
-  explanation (the sentence the delivery log shows, webhooks/explain.py), and links to its
-  page and to Recover on it (`HANGAR_PUBLIC_URL/settings/.../deliveries#recover`).
+  explanation (the sentence the delivery log shows, webhooks/delivery/attempt_kinds.py), and links
+  to its page and to Recover on it (`HANGAR_PUBLIC_URL/settings/.../deliveries#recover`).
 - **At most one a day per subscription**: a notice that comes within a day of the last mail
   about the same subscription (disabled again after an Enable) waits until the day is up,
   then goes out only if the subscription is still disabled.
@@ -48,9 +48,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.foundation.mail import Mail, Mailer, NotSent, mailer_of
 from hangar.foundation.metrics import DISABLED_NOTICES, DisabledNoticeOutcome
 from hangar.jobs.scheduler import Done, JobRun
-from hangar.webhooks.explain import explain
+from hangar.webhooks.delivery.attempt_kinds import explain
+from hangar.webhooks.delivery.states import is_finished
 from hangar.webhooks.models import Attempt, Delivery, DisabledNotice, Subscription
-from hangar.webhooks.queue import is_finished
 
 log = logging.getLogger("hangar.webhooks")
 

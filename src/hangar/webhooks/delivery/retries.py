@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from hangar.foundation.ids import new_id
-from hangar.webhooks.claims import Claimed
-from hangar.webhooks.records import Outcome
-from hangar.webhooks.sender import AttemptResult
-from hangar.webhooks.signing import without_signatures
+from hangar.webhooks.delivery.claims import Claimed
+from hangar.webhooks.delivery.outcomes import Outcome
+from hangar.webhooks.delivery.sender import AttemptResult
+from hangar.webhooks.delivery.signing import without_signatures
+from hangar.webhooks.models import DeliveryStatus
 
 MAX_ATTEMPTS = 3
 # The wait before attempt 2 and before attempt 3.
@@ -55,3 +56,25 @@ def outcome_of(
 
 def _pairs(headers: list[tuple[str, str]] | None) -> list[list[str]] | None:
     return None if headers is None else [[name, value] for name, value in headers]
+
+
+def unattempted(
+    delivery: Claimed,
+    status: DeliveryStatus,
+    *,
+    next_attempt_at: datetime | None = None,
+    completed_at: datetime | None = None,
+) -> Outcome:
+    """The outcome of a delivery nothing was sent for (skipped, or held): its attempts and its
+    subscription's run of failures as they were."""
+    return Outcome(
+        delivery_id=delivery.id,
+        subscription_id=delivery.subscription_id,
+        lease_until=delivery.lease_until,
+        status=status,
+        attempts_made=delivery.attempts_made,
+        next_attempt_at=next_attempt_at,
+        completed_at=completed_at,
+        attempt=None,
+        counts=None,
+    )

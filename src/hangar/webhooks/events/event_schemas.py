@@ -1,6 +1,6 @@
 """JSON Schema (draft 2020-12) of each event's delivery body: the envelope and its `data`.
 
-Made from the catalogue's TypedDicts (webhooks/catalogue.py), the types the builders are
+Made from the catalogue's TypedDicts (webhooks/events/catalogue.py), the types the builders are
 checked against, so a field added to a payload is in its schema the moment it is sent. What a
 TypedDict cannot say, the spec's Event catalogue does, and is added here: dates are
 `YYYY-MM-DD`, the closed vocabularies, the constants (squawk.escalated's severity,
@@ -22,7 +22,7 @@ import types
 from datetime import datetime
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from hangar.webhooks import catalogue as c
+from hangar.webhooks.events import catalogue as c
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Where each event's schema is served, under the deployment's public URL.

@@ -3,7 +3,7 @@
 No tenant waits for another. A claim takes only as many deliveries as the dispatcher has free
 attempt slots, so nothing it leases waits behind a busy slot; it takes them by turn across
 organizations and, within one, across subscriptions (every organization's oldest due
-delivery before anyone's second), and never past the shares of `queue`: 10 in flight to one
+delivery before anyone's second), and never past the shares of `states`: 10 in flight to one
 subscription (one while its attempts time out), 100 for one organization, 100 to one
 destination, counted from the live leases of every worker. The last `RESERVED_SLOTS` of a
 dispatcher's slots go only to organizations with nothing in flight: whatever mix of slow
@@ -12,12 +12,12 @@ A slow endpoint is served more slowly, never dropped or disabled for being slow.
 
 Claims happen in two places: the loop claims when woken (a new event's NOTIFY, a retry
 coming due, an idle dispatcher's timer), and each batch of recorded outcomes claims, in its
-own transaction, for the slots it frees (records.Refill): so a slot is refilled as its
-attempt's outcome is committed, with no claim of its own.
+own transaction, for the slots it frees (outcomes.Refill, given to the recorder when it is
+made): so a slot is refilled as its attempt's outcome is committed, with no claim of its own.
 
 A claim sets a lease (`SKIP LOCKED` on PostgreSQL, so workers on any number of machines never
 take the same delivery at once; see `Claiming` for how they share the caps). Each claimed
-delivery runs as its own task. Outcomes are written in batches (`records`), and only by the
+delivery runs as its own task. Outcomes are written in batches (`outcomes`), and only by the
 worker whose lease it still is; a worker that dies mid-attempt, or before its outcome is
 committed, simply lets its lease run out, and the delivery is attempted again (at least once
 delivery).
@@ -32,51 +32,37 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.db.reads import pg_transaction, reader
 from hangar.foundation.clock import Clock
-from hangar.foundation.crypto import SecretBox, SecretUnreadable
+from hangar.foundation.crypto import SecretBox
 from hangar.foundation.metrics import (
-    ATTEMPTS,
-    ATTEMPTS_IN_PROGRESS,
     DATABASE_ERRORS,
-    DELIVERIES_FINISHED,
     DELIVERIES_HELD,
-    FIRST_ATTEMPT_DELAY,
 )
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.claims import Claimed, Claiming
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.attempting import Attempter
+from hangar.webhooks.delivery.claims import Claimed, Claiming
+from hangar.webhooks.delivery.outcomes import Recorder, Refill
+from hangar.webhooks.delivery.ring import Ring
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.delivery.states import (
     LEASE,
 )
-from hangar.webhooks.records import Outcome, Recorder
-from hangar.webhooks.retries import outcome_of
-from hangar.webhooks.ring import Ring
-from hangar.webhooks.sender import AttemptResult, Sender
-from hangar.webhooks.signing import envelope, headers
 
 log = logging.getLogger("hangar.webhooks")
 
-# How long a delivery held back for hangar's own reason (`_hold`) waits before its next try.
-HELD_FOR = timedelta(minutes=1)
 # The longest an idle dispatcher sleeps without being kicked.
 IDLE_SECONDS = 30.0
 # Attempts under way at once. Most of an attempt is waiting on its receiver, and a waiting
-# socket costs a few tens of KB: enough slots that the shares of the claim (queue), not the
+# socket costs a few tens of KB: enough slots that the shares of the claim (states), not the
 # slots, bound what slow endpoints can hold.
 SLOTS = 400
 # The last of them, for organizations with nothing in flight (the claim's `reserve_only`).
 RESERVED_SLOTS = 100
-# The metrics' `event` label: a known name, or "other" (the label's values stay bounded).
-_EVENT_LABELS = frozenset((*EVENT_NAMES, TEST_PING))
-
-
-def event_label(name: str) -> str:
-    return name if name in _EVENT_LABELS else "other"
 
 
 class Dispatcher:
@@ -96,12 +82,11 @@ class Dispatcher:
         # (it must still outlast an attempt and its recording, or two workers deliver twice).
         self.lease = lease
         self._clock = clock
-        self._sender = sender
         # Decrypting a secret (Fernet) at every attempt repeats the same work for every
         # delivery to a subscription; a sealed value always opens to the same secret (a
         # rotation seals a new secret: a new sealed value). `hangar secrets reseal` changes
         # the sealed value, never the secret: one more miss, the same answer.
-        self._open_secret = functools.lru_cache(maxsize=1024)(box.open)
+        open_secret = functools.lru_cache(maxsize=1024)(box.open)
         self._batch = batch  # the most one claim takes
         # Attempt slots: attempts under way at once. Tests of several workers shrink it, so
         # that no one worker can take all the work.
@@ -111,11 +96,11 @@ class Dispatcher:
         # look at the clock, it does nothing. What a test waits for instead of a guessed time.
         self.asleep = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._recorder: Recorder[Claimed] = Recorder(engine)
-        # Set once stopping: batches then refill nothing (`slots_after`).
-        self._stopping = False
+        # Set while running and not yet stopping: only then do batches refill (`_refill`).
+        self._refilling = False
         self._refill_wanted = 0  # what the batch being written asked to claim
-        self._refill_reserve_only = False
+        self._recorder: Recorder[Claimed] = Recorder(engine, Refill(self._refill, self._refilled))
+        self._attempter = Attempter(clock, sender, open_secret, self._recorder, self.kick)
         self._claiming = Claiming(engine.dialect.name)
         self._ring = Ring()
 
@@ -128,14 +113,12 @@ class Dispatcher:
         self.asleep.clear()
 
     async def run(self, stop: asyncio.Event) -> None:
-        self._stopping = False
-        self._recorder.refill = self
+        self._refilling = True
         try:
             await self._loop(stop)
         finally:
-            self._stopping = True  # a batch still being written claims nothing more
+            self._refilling = False  # a batch still being written claims nothing more
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            self._recorder.refill = None
 
     async def _loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -219,13 +202,10 @@ class Dispatcher:
         conn: AsyncConnection | asyncpg.Connection,
         slots: int,
         *,
-        reserve_only: bool | None = None,
+        reserve_only: bool = False,
     ) -> list[Claimed]:
         """The claim, in the transaction `conn` is in (SQLAlchemy's, or asyncpg's own): also
-        how a batch of outcomes refills the slots it frees (records.Refill), whose reserve
-        rule (`reserve_only` left out) `slots_after` worked out."""
-        if reserve_only is None:
-            reserve_only = self._refill_reserve_only
+        how a batch of outcomes refills the slots it frees (`_refill`)."""
         now = self._clock.now()
         lease_until = now + self.lease
         times = {"now": now, "lease": lease_until, "reserve_only": reserve_only}
@@ -234,14 +214,19 @@ class Dispatcher:
         rows = await self._claiming.take(conn, self._ring, slots, times)
         return [Claimed(**row, lease_until=lease_until) for row in rows]
 
-    # --- refilling the slots of recorded outcomes (the rest of records.Refill) ---------
+    # --- refilling the slots of recorded outcomes (outcomes.Refill) -------------------
 
-    def slots_after(self, finishing: int) -> int:
-        if self._stopping:
-            return 0
+    async def _refill(self, conn: AsyncConnection, finishing: int) -> list[Claimed]:
+        """In a batch's transaction: leases what the slots free once its `finishing`
+        attempts are recorded can take; nothing unless running and not stopping."""
+        if not self._refilling:
+            self._refill_wanted = 0
+            return []
         free = self.concurrency - len(self._tasks) + finishing
-        self._refill_wanted, self._refill_reserve_only = self._room(free)
-        return self._refill_wanted
+        self._refill_wanted, reserve_only = self._room(free)
+        if self._refill_wanted <= 0:
+            return []
+        return await self.claim_on(conn, self._refill_wanted, reserve_only=reserve_only)
 
     @property
     def reserve(self) -> int:
@@ -258,7 +243,9 @@ class Dispatcher:
             return min(free - self.reserve, self._batch), False
         return min(free, self._batch), True
 
-    def refilled(self, found: list[Claimed] | None) -> None:
+    def _refilled(self, found: list[Claimed] | None) -> None:
+        """After a batch's commit: starts what it leased, and wakes the loop when it leased
+        nothing (it could not), or all it asked for (more may be due)."""
         for delivery in found or ():
             self._start(delivery)
         if found is None or len(found) == self._refill_wanted or self._ring.unfinished:
@@ -289,155 +276,5 @@ class Dispatcher:
             self.kick()  # nothing was recorded, so nothing refilled its slot
 
     async def attempt(self, delivery: Claimed) -> None:
-        is_test = delivery.is_test
-        if delivery.deleted or (not delivery.enabled and not is_test):
-            # Disabled: skipped, and never replayed when the subscription is enabled again.
-            now = self._clock.now()
-            skipped = await self._recorder.write(
-                _unattempted(delivery, "skipped", completed_at=now)
-            )
-            if skipped:
-                DELIVERIES_FINISHED.labels(event_label(delivery.event_name), "skipped").inc()
-            return
-        started_at = self._clock.now()
-        try:
-            secret = self._open_secret(delivery.secret_encrypted)
-            previous = self._previous_secret(delivery, started_at)
-        except SecretUnreadable:
-            await self._hold(delivery)
-            return
-        if delivery.attempts_made == 0:
-            FIRST_ATTEMPT_DELAY.observe(max((started_at - delivery.event_at).total_seconds(), 0))
-        body = envelope(delivery.event_name, started_at, delivery.data)
-        sent = headers(
-            delivery.event_name,
-            str(delivery.id),
-            secret,
-            body,
-            event_id=str(delivery.event_id),
-            sent_at=started_at,
-            previous_secret=previous,
-            org_id=str(delivery.org_id),
-            test=is_test,
-        )
-        with ATTEMPTS_IN_PROGRESS.track_inprogress():
-            result = await self._sender.post(delivery.url, sent, body)
-        ATTEMPTS.labels(event_label(delivery.event_name), result.outcome).inc()
-        await self._record(delivery, started_at, result, counts=not is_test)
-
-    async def _hold(self, delivery: Claimed) -> None:
-        """No key this process holds opens the subscription's secret: hangar's failure, not
-        the endpoint's (issue 40: one process with a wrong key disabled every tenant's
-        webhooks). Nothing is sent or counted; the delivery stays pending, as it was, and is
-        tried again in HELD_FOR, by whichever worker holds the right key by then."""
-        now = self._clock.now()
-        retry_at = now + HELD_FOR
-        DELIVERIES_HELD.labels("secret_unreadable").inc()
-        log.error(
-            "delivery %s held: its subscription's signing secret opens with neither "
-            "HANGAR_SECRET_KEY nor any key in HANGAR_SECRET_KEY_PREVIOUS (was the key changed "
-            "without listing the old one?); not counted against the endpoint, tried again in "
-            "%d s",
-            delivery.id,
-            HELD_FOR.total_seconds(),
-            extra={
-                "delivery_id": str(delivery.id),
-                "event_id": str(delivery.event_id),
-                "event": delivery.event_name,
-                "subscription_id": str(delivery.subscription_id),
-                "outcome": "held",
-                "error": "secret_unreadable",
-            },
-        )
-        held = await self._recorder.write(
-            _unattempted(delivery, "pending", next_attempt_at=retry_at)
-        )
-        if held:
-            wait = (retry_at - now).total_seconds() + 0.005
-            asyncio.get_running_loop().call_later(wait, self.kick)
-
-    def _previous_secret(self, delivery: Claimed, started_at: datetime) -> str | None:
-        """The secret a rotation replaced, if its grace still runs when this attempt starts:
-        decided at each attempt, so a retry or redelivery after the grace carries the new
-        secret's signature alone."""
-        sealed, until = delivery.previous_secret_encrypted, delivery.previous_secret_expires_at
-        if sealed is None or until is None or started_at >= until:
-            return None
-        return self._open_secret(sealed)
-
-    async def _record(
-        self, delivery: Claimed, started_at: datetime, result: AttemptResult, *, counts: bool
-    ) -> None:
-        now = self._clock.now()
-        outcome = outcome_of(delivery, started_at, result, now, counts=counts)
-        retry = outcome.status == "pending"
-        recorded = await self._recorder.write(outcome)
-        _log_attempt(delivery, outcome, result, now)
-        if not recorded:
-            return  # the lease was lost: another worker's outcome counts
-        if retry:
-            # Wake the loop when the retry is due: a busy loop does not look for the next
-            # due time in the database (each attempt that ends wakes it anyway).
-            # A few ms late rather than early: early, the claim would find it not yet due.
-            assert outcome.next_attempt_at is not None
-            wait = (outcome.next_attempt_at - now).total_seconds() + 0.005
-            asyncio.get_running_loop().call_later(wait, self.kick)
-        else:
-            DELIVERIES_FINISHED.labels(event_label(delivery.event_name), outcome.status).inc()
-
-
-def _unattempted(
-    delivery: Claimed,
-    status: str,
-    *,
-    next_attempt_at: datetime | None = None,
-    completed_at: datetime | None = None,
-) -> Outcome:
-    """The outcome of a delivery nothing was sent for (skipped, or held): its attempts and its
-    subscription's run of failures as they were."""
-    return Outcome(
-        delivery_id=delivery.id,
-        subscription_id=delivery.subscription_id,
-        lease_until=delivery.lease_until,
-        status=status,
-        attempts_made=delivery.attempts_made,
-        next_attempt_at=next_attempt_at,
-        completed_at=completed_at,
-        attempt=None,
-        counts=None,
-    )
-
-
-def _log_attempt(delivery: Claimed, outcome: Outcome, result: AttemptResult, now: datetime) -> None:
-    """One record per attempt, with its ids as fields (JSON logs). Never the URL (its user
-    information and query may be credentials), the secret, the signature or any body. A
-    delivery that failed for good is a warning: a receiver lost an event."""
-    number = outcome.attempts_made
-    said = "retrying" if outcome.status == "pending" else outcome.status
-    answer = f"HTTP {result.status_code}" if result.error is None else result.error
-    if outcome.status == "pending" and outcome.next_attempt_at is not None:
-        then = f"retrying in {(outcome.next_attempt_at - now).total_seconds():g} s"
-    elif outcome.status == "failed":
-        then = f"failed after {number} attempts"
-    else:
-        then = outcome.status
-    log.log(
-        logging.WARNING if outcome.status == "failed" else logging.INFO,
-        "delivery %s attempt %d took %d ms: %s; %s",
-        delivery.id,
-        number,
-        result.duration_ms,
-        answer,
-        then,
-        extra={
-            "delivery_id": str(delivery.id),
-            "event_id": str(delivery.event_id),
-            "event": delivery.event_name,
-            "subscription_id": str(delivery.subscription_id),
-            "attempt": number,
-            "outcome": said,
-            "status": result.status_code,
-            "error": result.error,
-            "duration_ms": result.duration_ms,
-        },
-    )
+        """One attempt of `delivery` (attempting.Attempter), its outcome recorded."""
+        await self._attempter.attempt(delivery)

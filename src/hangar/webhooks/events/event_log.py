@@ -40,7 +40,7 @@ from hangar.kit import cursor as cursors
 from hangar.kit.cursor import CursorKeys, InvalidCursor
 from hangar.kit.errors import ApiError
 from hangar.kit.scoping import ORG_PARAM, OfOrg, bound
-from hangar.webhooks.catalogue import TEST_PING
+from hangar.webhooks.events.catalogue import TEST_PING
 from hangar.webhooks.models import Event, EventLogEnd
 
 # Events placed per transaction: each placing transaction stays short, however many wait.

@@ -18,7 +18,8 @@ being read to its end.
 
 Each result says what was sent (the headers as they went out; the body is the caller's) and
 what came back (status line, headers, the first 2 KB of the body), bounded, for the delivery
-log, and classifies the outcome into a fixed kind (webhooks/explain.py) for its sentence.
+log, and classifies the outcome into a fixed kind (webhooks/delivery/attempt_kinds.py) for its
+sentence.
 """
 
 from __future__ import annotations
@@ -28,20 +29,25 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from hangar.foundation.metrics import AttemptOutcome
 from hangar.kit.resolver import IPAddress, Resolver
-from hangar.webhooks.explain import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
-from hangar.webhooks.url_parsing import AddressRule, RejectionCode, UrlRejected, is_public_address
-from hangar.webhooks.url_policy import CheckedUrl, check_webhook_url
+from hangar.webhooks.delivery.attempt_kinds import OUTCOMES, AttemptKind, kind_of_http, kind_of_tls
+from hangar.webhooks.egress.url_parsing import (
+    AddressRule,
+    RejectionCode,
+    UrlRejected,
+    is_public_address,
+)
+from hangar.webhooks.egress.url_policy import CheckedUrl, check_webhook_url
 
 TIMEOUT_SECONDS = 10.0
 RESPONSE_KEPT_BYTES = 2048
-# As many as the attempts in flight a destination may have (hangar.webhooks.queue), so an
+# As many as the attempts in flight a destination may have (hangar.webhooks.delivery.states), so an
 # attempt never waits for a connection.
 CONNECTIONS_PER_DESTINATION = 100
 IDLE_SECONDS = 4.0
@@ -116,6 +122,81 @@ def _as_text(data: bytes | str) -> str:
     # PostgreSQL text cannot hold NUL; the log is for reading, so a stand-in is enough.
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
     return text.replace("\x00", "\ufffd")
+
+
+class _Answer(TypedDict, total=False):
+    """What an attempt's result says besides its duration and the headers sent."""
+
+    status_code: Required[int | None]
+    error: Required[str | None]
+    response_body: Required[str | None]
+    kind: Required[AttemptKind]
+    detail: str | None
+    reason: str | None
+    response_headers: Headers | None
+
+
+def _result(started: float, sent: Headers | None, fields: _Answer) -> AttemptResult:
+    """The attempt's result: `fields`, the headers as they went out, and its duration."""
+    elapsed = int((time.monotonic() - started) * 1000)
+    return AttemptResult(duration_ms=elapsed, request_headers=sent, **fields)
+
+
+def _refused(exc: UrlRejected) -> _Answer:
+    """The URL policy refused the address: nothing was sent."""
+    return {
+        "status_code": None,
+        "error": str(exc.code),
+        "response_body": None,
+        "kind": _URL_KINDS.get(exc.code, "url_invalid"),
+        "detail": _clipped(exc.detail),
+    }
+
+
+async def _answered(response: aiohttp.ClientResponse) -> _Answer:
+    """An answer, whatever its status: the start of its body, its headers and its kind."""
+    kind = kind_of_http(response.status)
+    location = response.headers.get("Location") if kind == "redirect" else None
+    return {
+        "status_code": response.status,
+        "error": None,
+        "response_body": _as_text(await _start_of(response.content)),
+        "kind": kind,
+        "detail": _clipped(location),
+        "reason": _clipped(response.reason),
+        "response_headers": _kept_headers(response.raw_headers),
+    }
+
+
+def _timed_out(timeout: float) -> _Answer:
+    return {
+        "status_code": None,
+        "error": f"timeout after {timeout:g} s",
+        "response_body": None,
+        "kind": "timeout",
+        "detail": f"{timeout:g}",
+    }
+
+
+def _tls_failed(exc: aiohttp.ClientSSLError) -> _Answer:
+    verification = getattr(exc, "certificate_error", None)
+    return {
+        "status_code": None,
+        "error": f"TLS error: {exc.__class__.__name__}",
+        "response_body": None,
+        "kind": kind_of_tls(verification),
+        "detail": _clipped(getattr(verification, "verify_message", None) or str(exc)),
+    }
+
+
+def _connection_failed(exc: BaseException) -> _Answer:
+    return {
+        "status_code": None,
+        "error": f"connection failed: {exc.__class__.__name__}",
+        "response_body": None,
+        "kind": _connection_kind(exc),
+        "detail": _clipped(f"{exc.__class__.__name__}: {exc}"),
+    }
 
 
 class _PinnedResolver(AbstractResolver):
@@ -204,26 +285,14 @@ class Sender:
 
     async def post(self, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
         started = time.monotonic()
-        # What we hand the client; once it answers, the headers it actually sent replace it.
-        sent: Headers | None = None
-
-        def done(**result: Any) -> AttemptResult:
-            elapsed = int((time.monotonic() - started) * 1000)
-            return AttemptResult(duration_ms=elapsed, request_headers=sent, **result)
-
         try:
             checked = await check_webhook_url(url, self._resolver, is_allowed=self._is_allowed)
         except UrlRejected as exc:
-            return done(
-                status_code=None,
-                error=str(exc.code),
-                response_body=None,
-                kind=_URL_KINDS.get(exc.code, "url_invalid"),
-                detail=_clipped(exc.detail),
-            )
+            return _result(started, None, _refused(exc))
         # What we keep of the answer is text for people: no compressed bytes.
         outgoing = {**headers, "Accept-Encoding": "identity"}
-        sent = list(outgoing.items())
+        # What we hand the client; once it answers, the headers it actually sent replace it.
+        sent: Headers = list(outgoing.items())
         session = self._destination(checked).session
         try:
             async with session.post(
@@ -234,39 +303,10 @@ class Sender:
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
             ) as response:
                 sent = _kept_headers(response.request_info.headers.items())
-                kind = kind_of_http(response.status)
-                location = response.headers.get("Location") if kind == "redirect" else None
-                return done(
-                    status_code=response.status,
-                    error=None,
-                    response_body=_as_text(await _start_of(response.content)),
-                    kind=kind,
-                    detail=_clipped(location),
-                    reason=_clipped(response.reason),
-                    response_headers=_kept_headers(response.raw_headers),
-                )
+                return _result(started, sent, await _answered(response))
         except TimeoutError:
-            return done(
-                status_code=None,
-                error=f"timeout after {self._timeout:g} s",
-                response_body=None,
-                kind="timeout",
-                detail=f"{self._timeout:g}",
-            )
+            return _result(started, sent, _timed_out(self._timeout))
         except aiohttp.ClientSSLError as exc:
-            verification = getattr(exc, "certificate_error", None)
-            return done(
-                status_code=None,
-                error=f"TLS error: {exc.__class__.__name__}",
-                response_body=None,
-                kind=kind_of_tls(verification),
-                detail=_clipped(getattr(verification, "verify_message", None) or str(exc)),
-            )
+            return _result(started, sent, _tls_failed(exc))
         except (aiohttp.ClientError, OSError) as exc:
-            return done(
-                status_code=None,
-                error=f"connection failed: {exc.__class__.__name__}",
-                response_body=None,
-                kind=_connection_kind(exc),
-                detail=_clipped(f"{exc.__class__.__name__}: {exc}"),
-            )
+            return _result(started, sent, _connection_failed(exc))

@@ -45,8 +45,8 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hangar.kit.batches import Batch, Oldest, written
+from hangar.webhooks.delivery.states import is_finished
 from hangar.webhooks.models import Attempt, Delivery, Event, Recovery, Redelivery, Subscription
-from hangar.webhooks.queue import is_finished
 
 DELIVERIES = Delivery.__tablename__
 ATTEMPTS = Attempt.__tablename__

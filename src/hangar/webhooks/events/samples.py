@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from hangar.webhooks import catalogue as c
+from hangar.webhooks.events import catalogue as c
 
 # One id per kind of record, recognisably not a real one (every real id is a UUIDv7).
 SQUAWK_ID = uuid.UUID(int=1)

@@ -1,12 +1,12 @@
 """Where a dispatcher's claims look for work: round a ring of the subscriptions with pending
-deliveries, in id order, a window at a time (hangar.webhooks.claims runs the statements).
+deliveries, in id order, a window at a time (hangar.webhooks.delivery.claims runs the statements).
 
 A claim's statements cost what its window holds, not what the queue does: with 10,000
 subscriptions holding work, one statement over all of them took 300 ms (bench G16), a window
 of 128 about 10 ms. Each claim goes on from where the last one stopped and back to the start
 after the last, so every subscription with work is looked at once per turn of the ring,
 whatever its neighbours' backlogs; within a window, the claim takes by turn across
-organizations as ever (hangar.webhooks.claims).
+organizations as ever (hangar.webhooks.delivery.claims).
 """
 
 from __future__ import annotations

@@ -35,15 +35,15 @@ from typing import Any
 from sqlalchemy import BigInteger, ColumnElement, case, cast, func, literal, or_, select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.webhooks.explain import NOTHING_SENT
-from hangar.webhooks.models import Attempt, Delivery
-from hangar.webhooks.queue import is_pending
+from hangar.webhooks.delivery.attempt_kinds import NOTHING_SENT
+from hangar.webhooks.delivery.states import is_pending
+from hangar.webhooks.models import Attempt, Delivery, DeliveryStatus
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 WEEK = 7 * DAY
 PERCENTILES = (50, 95)
-OUTCOMES = ("succeeded", "failed", "skipped")
+OUTCOMES: tuple[DeliveryStatus, ...] = ("succeeded", "failed", "skipped")
 
 # Slots, counted back from `until`: hour h of the last day is slot h (0 to 23, the latest
 # first), and the day d days before it (1 to 6) is slot 23 + d.
@@ -145,6 +145,15 @@ async def _finished(
 
 
 async def _times(conn: AsyncConnection, sub_id: uuid.UUID, until: datetime) -> dict[int, Times]:
+    rows = await conn.execute(_durations(_sent_in_week(sub_id, until)))
+    return {
+        key: Times(attempts=n, p50=p50, p95=p95, mean=round(total / n))
+        for key, n, total, p50, p95 in rows
+    }
+
+
+def _sent_in_week(sub_id: uuid.UUID, until: datetime) -> Any:
+    """The week's attempts that sent something, each as its slot and its duration."""
     week_start = until - WEEK
     # The only deliveries that can have an attempt in the window (see the module's note).
     retrying = select(Delivery.id).where(
@@ -156,7 +165,7 @@ async def _times(conn: AsyncConnection, sub_id: uuid.UUID, until: datetime) -> d
     candidates = union_all(
         select(Delivery.id).where(*_finished_in_week(sub_id, until)), retrying
     ).subquery("candidates")
-    sent = (
+    return (
         select(_slot(Attempt.started_at, until).label("slot"), Attempt.duration_ms.label("ms"))
         .join(candidates, candidates.c.id == Attempt.delivery_id)
         .where(
@@ -168,6 +177,11 @@ async def _times(conn: AsyncConnection, sub_id: uuid.UUID, until: datetime) -> d
         )
         .subquery("sent")
     )
+
+
+def _durations(sent: Any) -> Any:
+    """Per slot, and per window (LAST_DAY, LAST_WEEK): how many attempts of `sent`, their
+    total duration and the PERCENTILES of their durations (nearest rank)."""
     per_slot = (
         select(sent.c.slot.label("key"), sent.c.ms, func.count().label("k"))
         .group_by(sent.c.slot, sent.c.ms)
@@ -196,15 +210,9 @@ async def _times(conn: AsyncConnection, sub_id: uuid.UUID, until: datetime) -> d
         reached = 100 * running.c.upto >= p * running.c.n
         return func.min(case((reached, running.c.ms)))
 
-    rows = await conn.execute(
-        select(
-            running.c.key,
-            cast(func.sum(running.c.k), BigInteger),
-            cast(func.sum(running.c.ms * running.c.k), BigInteger),
-            *(nearest_rank(p) for p in PERCENTILES),
-        ).group_by(running.c.key)
-    )
-    return {
-        key: Times(attempts=n, p50=p50, p95=p95, mean=round(total / n))
-        for key, n, total, p50, p95 in rows
-    }
+    return select(
+        running.c.key,
+        cast(func.sum(running.c.k), BigInteger),
+        cast(func.sum(running.c.ms * running.c.k), BigInteger),
+        *(nearest_rank(p) for p in PERCENTILES),
+    ).group_by(running.c.key)

@@ -1,4 +1,5 @@
-"""A subscription's delivery log, a page at a time, and Redeliver.
+"""A subscription's delivery log, a page at a time (Redeliver, its one write, is
+webhooks/delivery/redeliver.py).
 
 The log reads newest first, a page at a time, back through the whole retention window: each
 page ends with a cursor of the next (older) one, sealed (kit/cursor.py) to the organization,
@@ -12,17 +13,11 @@ was queued (`since` inclusive, `until` exclusive). A search by event id or by re
 its page in order from an index of its own (migration 0020), however long the log. An id
 that is no UUID finds nothing, as the public API's id filters do.
 
-Each attempt says in a sentence what became of it (webhooks/explain.py), what was sent (the
-headers as they went out, the signature included, and the body) and what came back (status
+Each attempt says in a sentence what became of it (webhooks/delivery/attempt_kinds.py), what was
+sent (the headers as they went out, the signature included, and the body) and what came back (status
 line, headers, the first 2 KB of the body). The body is not stored per attempt: it is the
 envelope of the event's stored data with `delivered_at` = the attempt's start, rebuilt here
 by the function that built it for the wire, so it is byte for byte what was signed.
-
-Redeliver sends a finished delivery again: the same row, so the same event (X-Service-Event-Id)
-and the same X-Service-Delivery id (and webhook-id), back to pending with a new series of up
-to 3 attempts. It is a row written in the request's transaction, so a restart loses nothing;
-the dispatcher signs it with the subscription's secret at send time (a new webhook-timestamp)
-and checks the URL like any attempt.
 """
 
 from __future__ import annotations
@@ -33,44 +28,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
-from sqlalchemy import Row, Select, literal, select, tuple_, update
+from sqlalchemy import Row, Select, literal, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import users
-from hangar.foundation.ids import parse_id
 from hangar.kit import cursor as cursors
-from hangar.kit.container import Services
 from hangar.kit.cursor import CursorKeys, InvalidCursor
-from hangar.kit.errors import ApiError, Conflict, NotFound, RateLimited
-from hangar.kit.params import parse_aware_datetime
-from hangar.kit.ratelimit import Limit
-from hangar.kit.rows import insert_new
-from hangar.webhooks import outbox
-from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.catalogue import EVENT_NAMES, TEST_PING
-from hangar.webhooks.explain import explain
-from hangar.webhooks.models import Attempt, Delivery, Event, Redelivery
-from hangar.webhooks.signing import envelope, without_signatures
+from hangar.kit.errors import ApiError
+from hangar.webhooks.delivery.attempt_kinds import explain
+from hangar.webhooks.delivery.signing import envelope, without_signatures
+from hangar.webhooks.inspection.log_filters import LogFilters
+from hangar.webhooks.models import Attempt, Delivery, DeliveryStatus, Event, Redelivery
+from hangar.webhooks.subscriptions import manage as subs
 
 DELIVERY = "delivery"
-# Its own budget per subscription, the Test action's size: redelivering must not use up the
-# tests an administrator needs while repairing a receiver, nor the other way round.
-REDELIVERY_LIMITS = (Limit(10, 3600, "10 redeliveries per hour"),)
-FINISHED = ("succeeded", "failed")
-# What the log can be filtered by: a delivery's states, and what a delivery can carry (the
-# catalogue's events and the Test action's ping).
-STATUSES = ("pending", "succeeded", "failed", "skipped")
-LOGGED_EVENTS = (*EVENT_NAMES, TEST_PING)
-
-
-def kept_for(days: int) -> str:
-    """How far back the log reaches (HANGAR_DELIVERY_RETENTION_DAYS, hangar.retention), said
-    where a delivery may be missing because of it."""
-    return f"Deliveries are kept for {days} day{'' if days == 1 else 's'} after they finish."
-
-
-def not_found(days: int) -> NotFound:
-    return NotFound(detail=f"No such delivery. {kept_for(days)}")
 
 
 class RequestView(TypedDict):
@@ -113,136 +84,11 @@ class DeliveryView(TypedDict):
     id: str
     event: str
     event_id: str  # its X-Service-Event-Id: the id the events API lists the event under
-    status: str
+    status: DeliveryStatus
     attempts: list[AttemptView]
     created_at: datetime
     completed_at: datetime | None
     redeliveries: list[RedeliveryView]
-
-
-@dataclass(frozen=True)
-class LogFilters:
-    """Which deliveries the log lists; None: any. The ids and times are kept as given (the
-    page links repeat them so); `LogFilters.of` reads them."""
-
-    status: str | None = None
-    event: str | None = None
-    event_id: str | None = None
-    resource_id: str | None = None
-    since: str | None = None  # RFC 3339 with an offset; the queued time, inclusive
-    until: str | None = None  # exclusive
-
-    @classmethod
-    def of(
-        cls,
-        status: str | None = None,
-        event: str | None = None,
-        event_id: str | None = None,
-        resource_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> LogFilters:
-        """The filters as given, "" read as none; check them with filter_problems first."""
-        return cls(
-            status or None, event or None, event_id or None, resource_id or None,
-            since or None, until or None,
-        )  # fmt: skip
-
-    def query(self, before: str | None = None) -> dict[str, str]:
-        """The query parameters of a page of the log under these filters."""
-        given = {
-            "status": self.status,
-            "event": self.event,
-            "event_id": self.event_id,
-            "resource_id": self.resource_id,
-            "since": self.since,
-            "until": self.until,
-            "before": before,
-        }
-        return {name: value for name, value in given.items() if value is not None}
-
-    @property
-    def event_uuid(self) -> uuid.UUID | None:
-        return None if self.event_id is None else parse_id(self.event_id)
-
-    @property
-    def resource_uuid(self) -> uuid.UUID | None:
-        return None if self.resource_id is None else parse_id(self.resource_id)
-
-    @property
-    def finds_nothing(self) -> bool:
-        """An id given that no id of ours can be: nothing to read."""
-        return (self.event_id is not None and self.event_uuid is None) or (
-            self.resource_id is not None and self.resource_uuid is None
-        )
-
-    @property
-    def times(self) -> tuple[datetime | None, datetime | None]:
-        """since and until in UTC; checked already (filter_problems)."""
-        return (
-            None if self.since is None else parse_aware_datetime(self.since),
-            None if self.until is None else parse_aware_datetime(self.until),
-        )
-
-
-def _time_problem(text: str) -> str | None:
-    try:
-        parse_aware_datetime(text)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def filter_problems(
-    status: str | None,
-    event: str | None,
-    event_id: str | None = None,
-    resource_id: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> dict[str, str]:
-    """What is wrong with each filter value given ("" and None: no filter), by its name. An
-    id that is no UUID is not wrong: it finds nothing (LogFilters.finds_nothing)."""
-    del event_id, resource_id  # any text is a search
-    problems = {}
-    if status and status not in STATUSES:
-        problems["status"] = (
-            f"{status!r} is not a delivery status: choose pending, succeeded, failed or skipped."
-        )
-    if event and event not in LOGGED_EVENTS:
-        problems["event"] = (
-            f"{event!r} is not an event of the catalogue (nor test.ping): choose one of "
-            "those listed."
-        )
-    for name, text in (("since", since), ("until", until)):
-        if text and (problem := _time_problem(text)) is not None:
-            problems[name] = f"{name}: {problem}."
-    both_read = since and until and not {"since", "until"} & set(problems)
-    if both_read and parse_aware_datetime(since or "") > parse_aware_datetime(until or ""):
-        problems["until"] = "until is before since: it must be the same moment or later."
-    return problems
-
-
-def log_filters(
-    status: str | None,
-    event: str | None,
-    event_id: str | None = None,
-    resource_id: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> LogFilters:
-    """The filters as given, checked: 422 naming each bad value (UNKNOWN_EVENT when the
-    event is the only one, as the events API says it; VALIDATION_ERROR otherwise)."""
-    problems = filter_problems(status, event, event_id, resource_id, since, until)
-    if problems:
-        code = "UNKNOWN_EVENT" if set(problems) == {"event"} else "VALIDATION_ERROR"
-        raise ApiError(
-            422,
-            code,
-            " ".join(problems.values()),
-            [{"loc": ["query", name], "msg": msg} for name, msg in problems.items()],
-        )
-    return LogFilters.of(status, event, event_id, resource_id, since, until)
 
 
 @dataclass(frozen=True)
@@ -462,72 +308,3 @@ def _attempt_view(
         request=request,
         response=response,
     )
-
-
-async def redeliver(
-    conn: AsyncConnection,
-    services: Services,
-    org_id: uuid.UUID,
-    sub_id: uuid.UUID,
-    delivery_id: uuid.UUID,
-    user_id: uuid.UUID,
-    now: datetime,
-) -> uuid.UUID:
-    """Queues a finished delivery again, as a new series of attempts; returns the
-    redelivery's id. Refusals: 404 (not this organization's, the subscription deleted, or the
-    delivery past retention), 409 (disabled subscription, delivery not finished), 429 (past
-    the limit)."""
-    sub = await subs.get_subscription(conn, org_id, sub_id, lock=True)
-    row = (
-        await conn.execute(
-            select(Delivery.status, Delivery.attempts_made)
-            .where(
-                Delivery.id == delivery_id,
-                Delivery.org_id == org_id,
-                Delivery.subscription_id == sub_id,
-            )
-            .with_for_update()
-        )
-    ).first()
-    if row is None:  # never made here, or deleted once past retention
-        raise not_found(services.settings.delivery_retention_days)
-    if not sub["enabled"]:
-        raise Conflict(
-            "This webhook subscription is disabled: enable it first, then redeliver.",
-            "WEBHOOK_DISABLED",
-        )
-    if row.status not in FINISHED:
-        raise Conflict(
-            f"Only a finished delivery (succeeded or failed) can be redelivered; "
-            f"this one is {row.status}.",
-            "DELIVERY_NOT_FINISHED",
-        )
-    refused = await services.limiter.hit(f"redeliver:{sub_id}", REDELIVERY_LIMITS, now)
-    if refused is not None:
-        raise RateLimited(f"Redeliver limit reached: {refused.label}")
-    await conn.execute(
-        update(Delivery)
-        .where(Delivery.id == delivery_id)
-        .values(**_new_series(row.attempts_made, now))
-    )
-    redelivery_id = await insert_new(
-        conn,
-        Redelivery,
-        delivery_id=delivery_id,
-        requested_by=user_id,
-        requested_at=now,
-        first_attempt=row.attempts_made + 1,
-    )
-    await outbox.wake_dispatchers(conn)
-    return redelivery_id
-
-
-def _new_series(attempts_made: int, now: datetime) -> dict[str, Any]:
-    """Pending again and due now, its retries counted from here."""
-    return {
-        "status": "pending",
-        "series_from": attempts_made,
-        "next_attempt_at": now,
-        "completed_at": None,
-        "lease_until": None,
-    }

@@ -19,9 +19,9 @@ from sqlalchemy import event
 from hangar.db.engine import CONNECT_TIMEOUT_S
 from hangar.kit.container import Services
 from hangar.kit.tasks import ended
-from hangar.webhooks.dispatcher import Dispatcher
-from hangar.webhooks.outbox import NOTIFY_CHANNEL, WAKE_FLAG
-from hangar.webhooks.sender import Sender
+from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.sender import Sender
+from hangar.webhooks.events.outbox import NOTIFY_CHANNEL, WAKE_FLAG
 
 log = logging.getLogger("hangar.worker")
 

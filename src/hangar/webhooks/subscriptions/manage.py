@@ -15,12 +15,16 @@ from hangar.foundation.crypto import SecretBox
 from hangar.kit.errors import NotFound, Unprocessable, invalid
 from hangar.kit.resolver import Resolver
 from hangar.kit.rows import public
-from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
+from hangar.webhooks.egress.url_parsing import UrlRejected
+from hangar.webhooks.egress.url_policy import check_webhook_url
+from hangar.webhooks.events.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.secrets import SECRET_PREFIX_LENGTH, new_secret, whsec_form
-from hangar.webhooks.subscription_limit import insert_within_limit
-from hangar.webhooks.url_parsing import UrlRejected
-from hangar.webhooks.url_policy import check_webhook_url
+from hangar.webhooks.subscriptions.limit import insert_within_limit
+from hangar.webhooks.subscriptions.signing_secrets import (
+    SECRET_PREFIX_LENGTH,
+    new_secret,
+    whsec_form,
+)
 
 # What a 404 calls one.
 SUBSCRIPTION = "webhook subscription"

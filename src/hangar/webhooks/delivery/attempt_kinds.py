@@ -30,7 +30,7 @@ AttemptKind = Literal[
     "url_http",
     "url_invalid",
     # Only in attempts recorded by earlier releases: a secret no key opens is now held, never
-    # an attempt (hangar.webhooks.dispatcher._hold).
+    # an attempt (hangar.webhooks.delivery.attempting.Attempter._hold).
     "secret_unreadable",
 ]
 

@@ -10,7 +10,7 @@ list matches and that has no succeeded delivery to it:
 - An event with no delivery to it gets a new one.
 - An event whose delivery to it failed (3 attempts spent) or was skipped (not sent: the
   subscription was disabled when it came due) has that delivery queued again, as Redeliver
-  does it (delivery_log.py): the same row, so the same X-Service-Delivery id, pending with a
+  does it (redeliver.py): the same row, so the same X-Service-Delivery id, pending with a
   new series of up to 3 attempts, and a Redelivery row that says who asked. A receiver that
   drops repeats by delivery id sees one delivery per event, whatever it saw of the first
   series; the log keeps the first series' attempts beside the new ones.
@@ -50,36 +50,30 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from sqlalchemy import (
-    Row,
-    case,
     exists,
     func,
     insert,
-    literal,
     select,
-    tuple_,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import users
-from hangar.db.base import UTCDateTime
 from hangar.foundation.ids import new_id
 from hangar.kit.bodies import RequestBody
 from hangar.kit.errors import Conflict, invalid
 from hangar.kit.params import AwareDateTime
-from hangar.webhooks import outbox
-from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.catalogue import ALL_EVENTS, EVENT_NAMES
+from hangar.webhooks.delivery.recovery_queue import RecoveryQueue, missed
+from hangar.webhooks.delivery.states import is_pending
+from hangar.webhooks.events import outbox
+from hangar.webhooks.events.catalogue import ALL_EVENTS, EVENT_NAMES
 from hangar.webhooks.models import (
     Delivery,
     DisabledNotice,
-    Event,
     Recovery,
-    Redelivery,
     Subscription,
 )
-from hangar.webhooks.queue import is_pending
+from hangar.webhooks.subscriptions import manage as subs
 
 log = logging.getLogger("hangar.webhooks")
 
@@ -93,11 +87,6 @@ MAX_DELIVERIES = 10_000
 DEFAULT_LOOKBACK = timedelta(hours=24)
 # How long the form's `since` stays inside the retention window after it is shown.
 FORM_MARGIN = timedelta(minutes=10)
-# The states of a delivery that Recover leaves alone: sent, or being sent.
-_SENT_OR_SENDING = ("succeeded", "pending")
-# The states it queues again: its attempts spent, or never made (disabled at the time).
-_NOT_SENT = ("failed", "skipped")
-_STEP = timedelta(microseconds=1)
 
 
 class RecoverBody(RequestBody):
@@ -174,6 +163,38 @@ async def recover(
     """Queues what the subscription missed since `since` (the module's rules). Refusals: 404
     (not this organization's, or deleted), 422 (`since` in the future or past retention),
     409 WEBHOOK_DISABLED, 409 RECOVERY_RUNNING."""
+    sub = await _locked_to_recover(conn, org_id, sub_id, since, now, retention_days)
+    start = max(since, sub["created_at"])
+    recovery_id = new_id()
+    queue = RecoveryQueue(org_id, sub_id, recovery_id, user_id, now, cap=MAX_DELIVERIES)
+    await _queue_missed(conn, queue, _matched(sub["events"]), start, now)
+    capped = queue.total >= MAX_DELIVERIES
+    await conn.execute(
+        insert(Recovery).values(
+            id=recovery_id,
+            org_id=org_id,
+            subscription_id=sub_id,
+            requested_by=user_id,
+            requested_at=now,
+            since=start,
+            deliveries=queue.total,
+        )
+    )
+    if queue.total:
+        await outbox.wake_dispatchers(conn)
+    _logged(recovery_id, sub_id, user_id, start, queue, capped)
+    return Recovered(recovery_id, start, queue.total, queue.again, capped)
+
+
+async def _locked_to_recover(
+    conn: AsyncConnection,
+    org_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    since: datetime,
+    now: datetime,
+    retention_days: int,
+) -> subs.SubscriptionView:
+    """The subscription, locked until the commit, once every refusal is ruled out."""
     if conn.dialect.name == "sqlite":
         # SQLite's transaction begins at its first write, not its first read (pysqlite), and
         # ignores FOR UPDATE: a write first (changing nothing), so that what follows is read
@@ -199,34 +220,35 @@ async def recover(
             "deliveries are done.",
             "RECOVERY_RUNNING",
         )
-    start = max(since, sub["created_at"])
-    recovery_id = new_id()
-    queue = _Queue(org_id, sub_id, recovery_id, user_id, now)
+    return sub
+
+
+async def _queue_missed(
+    conn: AsyncConnection, queue: RecoveryQueue, names: list[str], start: datetime, now: datetime
+) -> None:
+    """Queues the events of `names` since `start` that the subscription missed, BATCH at a
+    time, oldest first, up to MAX_DELIVERIES."""
     after: tuple[datetime, uuid.UUID] | None = None
-    names = _matched(sub["events"])
     while names and queue.total < MAX_DELIVERIES:
         size = min(BATCH, MAX_DELIVERIES - queue.total)
-        found = (await conn.execute(_missed(org_id, sub_id, names, start, now, after, size))).all()
+        stmt = missed(queue.org_id, queue.sub_id, names, start, now, after, size)
+        found = (await conn.execute(stmt)).all()
         if not found:
             break
         await queue.add(conn, found)
         after = (found[-1].created_at, found[-1].id)
         if len(found) < size:
             break
-    capped = queue.total >= MAX_DELIVERIES
-    await conn.execute(
-        insert(Recovery).values(
-            id=recovery_id,
-            org_id=org_id,
-            subscription_id=sub_id,
-            requested_by=user_id,
-            requested_at=now,
-            since=start,
-            deliveries=queue.total,
-        )
-    )
-    if queue.total:
-        await outbox.wake_dispatchers(conn)
+
+
+def _logged(
+    recovery_id: uuid.UUID,
+    sub_id: uuid.UUID,
+    user_id: uuid.UUID,
+    start: datetime,
+    queue: RecoveryQueue,
+    capped: bool,
+) -> None:
     log.info(
         "recovery %s of subscription %s since %s: %d queued (%d of them again)%s",
         recovery_id,
@@ -244,132 +266,6 @@ async def recover(
             "again": queue.again,
         },
     )
-    return Recovered(recovery_id, start, queue.total, queue.again, capped)
-
-
-def _missed(
-    org_id: uuid.UUID,
-    sub_id: uuid.UUID,
-    names: list[str],
-    start: datetime,
-    now: datetime,
-    after: tuple[datetime, uuid.UUID] | None,
-    size: int,
-) -> Any:
-    """The next `size` events, oldest first, that the subscription takes and has not had
-    sent or queued (`ix_events_org_created_at`; each one's deliveries by their event_id)."""
-    sent_or_sending = exists().where(
-        Delivery.event_id == Event.id,
-        Delivery.subscription_id == sub_id,
-        Delivery.status.in_(_SENT_OR_SENDING),
-    )
-    stmt = select(Event.id, Event.name, Event.created_at, Event.resource_id).where(
-        Event.org_id == org_id,
-        Event.created_at >= start,
-        Event.created_at <= now,
-        Event.name.in_(names),
-        ~sent_or_sending,
-    )
-    if after is not None:
-        at, last = after
-        stmt = stmt.where(
-            tuple_(Event.created_at, Event.id)
-            > tuple_(literal(at, Event.created_at.type), literal(last, Event.id.type))
-        )
-    return stmt.order_by(Event.created_at, Event.id).limit(size)
-
-
-class _Queue:
-    """What one recovery queues, batch by batch, in order: each delivery due a microsecond
-    after the previous one, all of them due already (the last at `now` at the latest)."""
-
-    def __init__(
-        self,
-        org_id: uuid.UUID,
-        sub_id: uuid.UUID,
-        recovery_id: uuid.UUID,
-        user_id: uuid.UUID,
-        now: datetime,
-    ) -> None:
-        self._org_id, self._sub_id = org_id, sub_id
-        self._recovery_id, self._user_id, self._now = recovery_id, user_id, now
-        self.total = 0
-        self.again = 0
-
-    def _due(self, place: int) -> datetime:
-        return self._now - (MAX_DELIVERIES - 1 - place) * _STEP
-
-    async def add(self, conn: AsyncConnection, events: Sequence[Row[Any]]) -> None:
-        due = {e.id: self._due(self.total + n) for n, e in enumerate(events)}
-        earlier = await self._requeue(conn, due)
-        fresh = [
-            {
-                **outbox.pending_delivery(
-                    self._org_id, self._sub_id, e.id, e.name, self._now, e.resource_id
-                ),
-                "next_attempt_at": due[e.id],
-                "recovery_id": self._recovery_id,
-            }
-            for e in events
-            if e.id not in earlier
-        ]
-        if fresh:
-            await conn.execute(insert(Delivery), fresh)
-        self.total += len(events)
-        self.again += len(earlier)
-
-    async def _requeue(self, conn: AsyncConnection, due: dict[uuid.UUID, datetime]) -> set[Any]:
-        """Queues again the failed or skipped deliveries of these events to the subscription,
-        as Redeliver does; returns the events they were of."""
-        found = await conn.execute(
-            select(Delivery.id, Delivery.event_id)
-            .where(
-                Delivery.event_id.in_(list(due)),
-                Delivery.subscription_id == self._sub_id,
-                Delivery.status.in_(_NOT_SENT),
-            )
-            .order_by(Delivery.event_id, Delivery.created_at.desc(), Delivery.id.desc())
-        )
-        # One per event, the latest (the outbox makes one per event and subscription).
-        chosen: dict[uuid.UUID, uuid.UUID] = {}
-        for row in found:
-            chosen.setdefault(row.event_id, row.id)
-        if not chosen:
-            return set()
-        next_at = case(
-            *((Delivery.id == d, literal(due[e], UTCDateTime())) for e, d in chosen.items()),
-            else_=Delivery.next_attempt_at,
-        )
-        requeued = await conn.execute(
-            update(Delivery)
-            # Restated: still finished, so a delivery settled or redelivered since is left.
-            .where(Delivery.id.in_(list(chosen.values())), Delivery.status.in_(_NOT_SENT))
-            .values(
-                status="pending",
-                series_from=Delivery.attempts_made,
-                next_attempt_at=next_at,
-                completed_at=None,
-                lease_until=None,
-                recovery_id=self._recovery_id,
-            )
-            .returning(Delivery.id, Delivery.event_id, Delivery.attempts_made)
-        )
-        rows = requeued.all()
-        if rows:
-            await conn.execute(
-                insert(Redelivery),
-                [
-                    {
-                        "id": new_id(),
-                        "delivery_id": r.id,
-                        "requested_by": self._user_id,
-                        "requested_at": self._now,
-                        "first_attempt": r.attempts_made + 1,
-                    }
-                    for r in rows
-                ],
-            )
-        return {r.event_id for r in rows}
 
 
 # --- what the subscription's page shows --------------------------------------------------

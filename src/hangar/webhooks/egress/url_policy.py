@@ -53,7 +53,7 @@ import functools
 from dataclasses import dataclass
 
 from hangar.kit.resolver import IPAddress, ResolutionFailed, Resolver
-from hangar.webhooks.url_parsing import (
+from hangar.webhooks.egress.url_parsing import (
     AddressRule,
     ParsedUrl,
     RejectionCode,

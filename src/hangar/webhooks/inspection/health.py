@@ -1,11 +1,11 @@
 """A subscription's health, as its page and the session API show it: what waits in its queue,
-how its endpoint answered over the last 24 hours and 7 days (webhooks/health_stats.py), and a
-sentence that says whether the per-endpoint cap is what holds its deliveries back. Stripe's
+how its endpoint answered over the last 24 hours and 7 days (webhooks/inspection/health_stats.py),
+and a sentence that says whether the per-endpoint cap is what holds its deliveries back. Stripe's
 and Svix's endpoint pages are the models.
 
-The queue is read live, by queue.py's definitions, from the subscription's pending rows (the
-partial indexes of migration 0009); the windows and the chart's series are over whole minutes,
-up to the start of the current one.
+The queue is read live, by delivery/states.py's definitions, from the subscription's pending
+rows (the partial indexes of migration 0009); the windows and the chart's series are over
+whole minutes, up to the start of the current one.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from typing import TypedDict
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from hangar.webhooks import health_stats as stats
-from hangar.webhooks import subscriptions as subs
-from hangar.webhooks.health_stats import DAY, HOUR, WEEK, Week
-from hangar.webhooks.models import Delivery, Subscription
-from hangar.webhooks.queue import (
+from hangar.webhooks.delivery.states import (
     MAX_IN_FLIGHT_TIMING_OUT,
     in_flight_count,
     is_due,
     is_pending,
     subscription_cap,
 )
+from hangar.webhooks.inspection import health_stats as stats
+from hangar.webhooks.inspection.health_stats import DAY, HOUR, WEEK, Week
+from hangar.webhooks.models import Delivery, Subscription
+from hangar.webhooks.subscriptions import manage as subs
 
 
 class QueueView(TypedDict):

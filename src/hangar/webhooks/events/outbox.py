@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from hangar.foundation.ids import ascending_id, new_id, parse_id
 from hangar.kit.encoding import dumps
 from hangar.kit.rows import insert_new
-from hangar.webhooks.catalogue import ALL_EVENTS, TEST_PING
+from hangar.webhooks.events.catalogue import ALL_EVENTS, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 
 NOTIFY_CHANNEL = "hangar_deliveries"
