@@ -171,7 +171,14 @@ describe("retries", () => {
           init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
         }),
     });
-    assert.ok((await failure(client.aircraft())) instanceof APITimeoutError);
+    // AbortSignal.timeout's timer does not hold the event loop open, and this fetch has no
+    // socket that would: without a timer of its own Node may end the run before it fires.
+    const held = setTimeout(() => undefined, 5_000);
+    try {
+      assert.ok((await failure(client.aircraft())) instanceof APITimeoutError);
+    } finally {
+      clearTimeout(held);
+    }
   });
 
   test("500 and other 4xx are never retried", async () => {
