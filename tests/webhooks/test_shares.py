@@ -4,7 +4,8 @@ mix of slow endpoints the others have.
 - one organization's endpoints that all hang hold at most ORG_MAX_IN_FLIGHT attempts;
 - one destination that hangs, subscribed to by many organizations, holds at most
   DESTINATION_MAX_IN_FLIGHT;
-- a subscription whose attempts time out has one in flight until one is answered;
+- a subscription whose attempts time out has one in flight until one is answered, and the
+  subscriptions timing out at one destination share DESTINATION_MAX_IN_FLIGHT_TIMING_OUT;
 - a dispatcher's last slots go only to organizations with nothing in flight;
 
 and meanwhile a healthy organization's delivery is claimed at the next claim. Endpoints that
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -30,6 +32,7 @@ from hangar.webhooks.delivery.dispatcher import Dispatcher
 from hangar.webhooks.delivery.sender import Sender
 from hangar.webhooks.delivery.states import (
     DESTINATION_MAX_IN_FLIGHT,
+    DESTINATION_MAX_IN_FLIGHT_TIMING_OUT,
     MAX_IN_FLIGHT,
     ORG_MAX_IN_FLIGHT,
     is_in_flight,
@@ -294,3 +297,41 @@ async def test_a_subscription_that_times_out_has_one_attempt_in_flight_until_ans
     assert await timing_out_since(services.engine, sub_id) is None
     assert await work.run_once(50) == MAX_IN_FLIGHT  # and has its ten again
     assert ("succeeded", 1) in await deliveries(services.engine, sub_id)
+
+
+async def test_subscriptions_timing_out_at_one_destination_share_a_few_attempts_in_flight(
+    services: Services, other: Org, receiver: Receiver, impatient: Sender, clock: FakeClock
+) -> None:
+    # Case (b) of issue 39 once its subscriptions are known to time out: one probe each
+    # would still be a burst of a hundred timeouts and new connections every 10 s, on the
+    # event loop that serves every organization. Together they get a few; a subscription
+    # at the same destination that answers is not held back by them.
+    hang = asyncio.Event()
+    orgs = [await make_org(services.engine, f"Club {n}") for n in range(15)]
+    slow = []
+    for n, owner in enumerate(orgs):
+        receiver.held_paths[f"/partner/{n}"] = hang
+        slow.append(await subscribe(services, owner, receiver.url(f"/partner/{n}")))
+    await backlog(services, orgs, 2)
+    work = Dispatcher(services.engine, clock, impatient, services.secret_box)
+    try:
+        assert await work.run_once(50) == 30  # not yet known to time out
+        assert all([await timing_out_since(services.engine, s) for s in slow])
+        healthy = await subscribe(services, other, receiver.url("/partner-ok"))
+        await backlog(services, [other], 3)
+        clock.advance(seconds=2)  # the retries are due
+
+        first = await work.claim(50)
+        by_subscription = Counter(c.subscription_id for c in first)
+        assert by_subscription.pop(healthy) == 3  # its own cap, not the timing-out share
+        assert sum(by_subscription.values()) == DESTINATION_MAX_IN_FLIGHT_TIMING_OUT
+        assert set(by_subscription.values()) == {1}  # one probe each, in turn
+        # The share is counted from live leases, as every worker's claim sees them.
+        assert await work.claim(50) == []
+        # And the timing-out subscriptions past it take no place of a claim's: the five
+        # without a probe come first by turn, yet a claim of one takes the newcomer's.
+        clock.advance(seconds=1)
+        await backlog(services, [other], 1)
+        assert [c.subscription_id for c in await work.claim(1)] == [healthy]
+    finally:
+        hang.set()

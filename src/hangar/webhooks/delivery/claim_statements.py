@@ -77,7 +77,7 @@ def _pg_lock(now: Any, slots: Any, reserve_only: Any, walked: Any) -> Any:
     subscriptions = Subscription.__table__
     waiting = with_due_work(now, "postgresql", walked)
     # The census joined to the subscriptions walked, not to the whole table.
-    joined, org_busy, destination_busy = claim_turns.shares(waiting, claim_turns.census(now))
+    found = claim_turns.shares(waiting, claim_turns.census(now))
     # Which subscriptions, in turn across organizations; ranked apart from the lock
     # (PostgreSQL locks no row of a query with window functions).
     ranked = (
@@ -85,25 +85,37 @@ def _pg_lock(now: Any, slots: Any, reserve_only: Any, walked: Any) -> Any:
             waiting.c.subscription_id.label("id"),
             waiting.c.busy,
             waiting.c.head,
+            waiting.c.timing_out,
             (
-                org_busy
+                found.org_busy
                 + func.row_number().over(
                     partition_by=waiting.c.org_id,
                     order_by=(waiting.c.busy, waiting.c.head),
                 )
             ).label("org_turn"),
+            # Its place among its destination's subscriptions alike (timing out, or not),
+            # after their attempts in flight: a timing-out one past their share is not
+            # locked, so it cannot take a place of the claim's that another could use.
+            (
+                found.destination_slow
+                + func.row_number().over(
+                    partition_by=(waiting.c.destination, waiting.c.timing_out),
+                    order_by=(waiting.c.busy, waiting.c.head),
+                )
+            ).label("slow_turn"),
         )
-        .select_from(joined)
+        .select_from(found.joined)
         .where(
             waiting.c.head.is_not(None),
             waiting.c.busy < waiting.c.cap,
-            claim_turns.has_room(org_busy, destination_busy, reserve_only),
+            claim_turns.has_room(found, reserve_only),
         )
         .cte("ranked")
     )
     return (
         select(subscriptions.c.id)
         .join(ranked, ranked.c.id == subscriptions.c.id)
+        .where(claim_turns.fits_timing_out(ranked.c.timing_out, ranked.c.slow_turn))
         .order_by(ranked.c.org_turn, ranked.c.busy, ranked.c.head)
         .limit(slots)
         .with_for_update(of=subscriptions, key_share=True, skip_locked=True)
@@ -115,18 +127,20 @@ def _pg_room(now: Any) -> Any:
     live leases counted afresh, its cap and its shares."""
     subscriptions = Subscription.__table__
     their_ids = bindparam("subscriptions", type_=ARRAY(Uuid()))
-    joined, org_busy, destination_busy = claim_turns.shares(subscriptions, claim_turns.census(now))
+    found = claim_turns.shares(subscriptions, claim_turns.census(now))
     return (
         select(
             subscriptions.c.id.label("subscription_id"),
             in_flight_count(subscriptions.c.id, now).label("busy"),
             subscription_cap(subscriptions).label("cap"),
+            subscriptions.c.timing_out_since.is_not(None).label("timing_out"),
             subscriptions.c.org_id,
             subscriptions.c.destination,
-            org_busy.label("org_busy"),
-            destination_busy.label("destination_busy"),
+            found.org_busy.label("org_busy"),
+            found.destination_busy.label("destination_busy"),
+            found.destination_slow.label("destination_slow"),
         )
-        .select_from(joined)
+        .select_from(found.joined)
         .where(subscriptions.c.id == any_(their_ids))
         .cte("room")
     )
@@ -135,18 +149,20 @@ def _pg_room(now: Any) -> Any:
 def _sqlite_room(now: Any, walked: Any, dialect: str) -> Any:
     """SQLite's: the walked subscriptions with due work, their live leases and shares."""
     waiting = with_due_work(now, dialect, walked)
-    joined, org_busy, destination_busy = claim_turns.shares(waiting, claim_turns.census(now))
+    found = claim_turns.shares(waiting, claim_turns.census(now))
     return (
         select(
             waiting.c.subscription_id,
             waiting.c.busy,
             waiting.c.cap,
+            waiting.c.timing_out,
             waiting.c.org_id,
             waiting.c.destination,
-            org_busy.label("org_busy"),
-            destination_busy.label("destination_busy"),
+            found.org_busy.label("org_busy"),
+            found.destination_busy.label("destination_busy"),
+            found.destination_slow.label("destination_slow"),
         )
-        .select_from(joined)
+        .select_from(found.joined)
         .where(waiting.c.head.is_not(None))
         .cte("room")
     )

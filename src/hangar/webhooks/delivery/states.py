@@ -5,7 +5,8 @@ A pending delivery is either *in flight* (leased: a worker is attempting it, or 
 it did and the lease has not run out) or *waiting*: due now, or due later (a retry's wait).
 Each subscription has at most `MAX_IN_FLIGHT` in flight at once (one while it times out),
 each organization at most `ORG_MAX_IN_FLIGHT` and each destination at most
-`DESTINATION_MAX_IN_FLIGHT`, counted from the live leases in the database, so the bounds hold
+`DESTINATION_MAX_IN_FLIGHT` (`DESTINATION_MAX_IN_FLIGHT_TIMING_OUT` to its subscriptions that
+time out), counted from the live leases in the database, so the bounds hold
 across every worker on every machine.
 """
 
@@ -38,9 +39,8 @@ from hangar.webhooks.models import Delivery, Subscription
 # receiver (a few threads or processes behind it) from being sent a worker's 100 POSTs at
 # once, and serves far more than a flight school produces: 60 a minute to an endpoint that
 # takes the whole 10 s timeout, 600 a minute at 1 s, about 330 a second at 10 ms (bench G6's
-# one-subscription row), where an organization records about 10 events a minute. With 100
-# attempt slots per worker, it takes 10 endpoints that are all slow at once to fill a worker;
-# until then, every other subscription's due delivery finds a free slot at the next claim.
+# one-subscription row), where an organization records about 10 events a minute. (What slow
+# endpoints may hold of a worker's slots is bounded by the shares below, not by this cap.)
 # Fewer would protect more (4: 25 slow endpoints per worker) but cost throughput wherever a few
 # busy subscriptions carry the load: each slot waits for its outcome to be recorded before the
 # claim that refills it, and bench G6 (10 subscriptions) measured 0.62-0.71 of a bare client
@@ -58,6 +58,14 @@ MAX_IN_FLIGHT_TIMING_OUT = 1
 # out (or one partner's, shared by many organizations) taking every slot of every worker.
 ORG_MAX_IN_FLIGHT = 100
 DESTINATION_MAX_IN_FLIGHT = 100
+# The subscriptions timing out at one destination, together, across organizations: one probe
+# each would still be a hundred attempts (one partner's endpoint, shared by 200
+# organizations, bench G13b (b)) that time out together every 10 s and are followed by as
+# many new TLS connections, all on the event loop that also serves every healthy
+# organization. A few at a time keep that burst small; each subscription still gets its
+# probe in turn, and one that answers again has its full cap at once. Subscriptions that
+# answer at the same destination are not counted in it.
+DESTINATION_MAX_IN_FLIGHT_TIMING_OUT = 10
 
 # Longer than the 10 s attempt timeout with room to record it; after this a delivery is
 # considered abandoned by its worker and may be claimed again.
@@ -151,10 +159,10 @@ def walk_of_pending() -> Select[Any]:
 def with_due_work(now: Any, dialect: str, among: Any = None) -> Any:
     """Subscriptions with pending deliveries, with how many attempts each has in flight, when
     its oldest due delivery became due (NULL: nothing due now), and what the claim shares by:
-    its organization, its destination and its cap. `among` (a bound list of ids) limits it to
-    those subscriptions, as the claim's window does; without it, every subscription with
-    pending deliveries is found by a skip scan of the queue index (one probe per
-    subscription, however long its backlog)."""
+    its organization, its destination, its cap and whether it is timing out. `among` (a bound
+    list of ids) limits it to those subscriptions, as the claim's window does; without it,
+    every subscription with pending deliveries is found by a skip scan of the queue index (one
+    probe per subscription, however long its backlog)."""
     head = Delivery.__table__.alias("head")
     walked: Any
     sub: Any
@@ -199,6 +207,7 @@ def with_due_work(now: Any, dialect: str, among: Any = None) -> Any:
             sub.c.org_id,
             sub.c.destination,
             subscription_cap(sub).label("cap"),
+            sub.c.timing_out_since.is_not(None).label("timing_out"),
         )
         .select_from(source)
         .where(walked.c.id.is_not(None))
