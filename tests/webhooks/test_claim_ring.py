@@ -6,7 +6,9 @@ work is looked at once per turn of the ring."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Iterable
 
 import pytest
 from sqlalchemy import update
@@ -14,8 +16,11 @@ from sqlalchemy import update
 from hangar.webhooks.delivery.dispatcher import Dispatcher
 from hangar.webhooks.delivery.ring import Ring, Turn
 from hangar.webhooks.delivery.states import LEASE
+from hangar.webhooks.delivery.worker import DeliveryWorker
 from hangar.webhooks.events import catalogue
 from hangar.webhooks.models import Delivery
+from tests.fixtures.factories import Org
+from tests.fixtures.subprocesses import eventually
 from tests.fixtures.webhooks import Hooks, fire, subscribe
 
 SUBSCRIPTIONS = 6
@@ -132,3 +137,68 @@ def test_a_turn_looks_at_each_subscription_once(
         seen.append([i.int for i in turn.clip([ids[n] for n in window])])
     assert turn.done
     assert seen == looked_at
+
+
+async def newcomer(hooks: Hooks, other: Org, ring: list[uuid.UUID]) -> uuid.UUID:
+    """Another organization's subscription, past the ring's others in id order (the ring
+    reaches it last), with one delivery due."""
+    sub_id = await hooks.subscribe("/newcomer", org=other)
+    assert sub_id > max(ring)  # ids ascend: so a claim going round the ring comes to it last
+    await hooks.fire(org=other)
+    return sub_id
+
+
+async def test_the_subscriptions_a_wake_names_are_claimed_first(
+    hooks: Hooks, ring: list[uuid.UUID], other: Org
+) -> None:
+    # The ring's windows hold nothing to take, and a claim looks at one: going round, it
+    # would come to the new work three claims later. Named by the wake, it takes it now.
+    await lease_now(hooks, ring)
+    sub_id = await newcomer(hooks, other, ring)
+    work = narrow(hooks, windows_per_claim=1)
+    assert await taken(work) == []  # unnamed: the first window, nothing in it
+
+    work.kick([sub_id])
+    assert await taken(work) == [sub_id]
+    # Named once: the next claim goes on round the ring.
+    assert await taken(work) == []
+
+
+async def test_a_named_subscription_still_gets_no_more_than_its_share(
+    hooks: Hooks, ring: list[uuid.UUID], other: Org
+) -> None:
+    await lease_now(hooks, ring)
+    sub_id = await newcomer(hooks, other, ring)
+    work = narrow(hooks, windows_per_claim=1)
+    # Its organization's share is what a reserve claim leaves it: only for organizations
+    # with nothing in flight, one delivery each.
+    work.kick([sub_id])
+    assert [d.subscription_id for d in await work.claim(50, reserve_only=True)] == [sub_id]
+    await hooks.fire(org=other)
+    work.kick([sub_id])
+    assert await work.claim(50, reserve_only=True) == []
+
+
+async def test_a_new_event_wakes_a_worker_with_its_subscriptions_named(
+    hooks: Hooks, ring: list[uuid.UUID], other: Org
+) -> None:
+    """Through the wake a commit sends (NOTIFY on PostgreSQL, the connection's flag on
+    SQLite): the worker's dispatcher hears which subscriptions have new work."""
+    worker = DeliveryWorker(hooks.services, hooks.sender)
+    heard: list[set[uuid.UUID]] = []
+    kick = worker.dispatcher.kick
+
+    def listening_kick(subscriptions: Iterable[uuid.UUID] = ()) -> None:
+        heard.append(set(subscriptions))
+        kick(subscriptions)
+
+    worker.dispatcher.kick = listening_kick  # type: ignore[method-assign]
+    await worker.start()
+    try:
+        if hooks.services.engine.dialect.name == "postgresql":
+            await asyncio.wait_for(worker.listening.wait(), 15)
+        sub_id = await hooks.subscribe("/named", org=other)
+        await hooks.fire(org=other)
+        await eventually(lambda: {sub_id} in heard, 15, "no wake named the subscription")
+    finally:
+        await worker.stop()

@@ -87,12 +87,18 @@ class Claiming:
         ring: Ring,
         slots: int,
         times: dict[str, object],
+        first: list[uuid.UUID] | None = None,
     ) -> list[dict[str, Any]]:
-        """Leases up to `slots` due deliveries, a window of `ring` at a time, in the
-        transaction `conn` is in (asyncpg's own on PostgreSQL): the rows of `Claimed` but its
-        lease."""
-        turn = ring.turn or Turn(ring)
+        """Leases up to `slots` due deliveries, in the transaction `conn` is in (asyncpg's
+        own on PostgreSQL): those of the subscriptions `first` (a wake's, whose work is new)
+        as one window, then a window of `ring` at a time; the rows of `Claimed` but its
+        lease. The caps hold across windows: each lease statement sees the ones before it."""
         taken: list[dict[str, Any]] = []
+        if first:
+            taken = await self._lease(conn, first, slots, times)
+            if len(taken) >= slots:
+                return taken
+        turn = ring.turn or Turn(ring)
         for _ in range(ring.windows_per_claim):
             window = {"after": ring.after or WALK_FROM_START, "window": ring.window}
             found = [row["id"] for row in await self.walk.rows(conn, window)]

@@ -32,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 
 import asyncpg
@@ -103,12 +105,16 @@ class Dispatcher:
         self._attempter = Attempter(clock, sender, open_secret, self._recorder, self.kick)
         self._claiming = Claiming(engine.dialect.name)
         self._ring = Ring()
+        self._named: set[uuid.UUID] = set()  # see `kick`
 
     # --- the loop -------------------------------------------------------------------
 
-    def kick(self) -> None:
+    def kick(self, subscriptions: Iterable[uuid.UUID] = ()) -> None:
         """New work may be due, or a slot (or a subscription's room) came free: stop
-        sleeping."""
+        sleeping. `subscriptions`, named by a wake (new events, a redelivery, a recovery),
+        are claimed for first by the next claim, before it goes on round the ring: their
+        work waits for one claim, however many subscriptions the ring holds."""
+        self._named.update(subscriptions)
         self._wake.set()
         self.asleep.clear()
 
@@ -211,7 +217,10 @@ class Dispatcher:
         times = {"now": now, "lease": lease_until, "reserve_only": reserve_only}
         if isinstance(conn, AsyncConnection) and self._claiming.lock is not None:
             conn = (await conn.get_raw_connection()).driver_connection
-        rows = await self._claiming.take(conn, self._ring, slots, times)
+        # Taken by this claim whatever it finds for them: what it cannot take now (their
+        # organization's share is full, say) the ring finds in its turn.
+        named, self._named = list(self._named), set()
+        rows = await self._claiming.take(conn, self._ring, slots, times, first=named)
         return [Claimed(**row, lease_until=lease_until) for row in rows]
 
     # --- refilling the slots of recorded outcomes (outcomes.Refill) -------------------

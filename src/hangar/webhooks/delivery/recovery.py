@@ -181,7 +181,7 @@ async def recover(
         )
     )
     if queue.total:
-        await outbox.wake_dispatchers(conn)
+        await outbox.wake_dispatchers(conn, [sub_id])
     _logged(recovery_id, sub_id, user_id, start, queue, capped)
     return Recovered(recovery_id, start, queue.total, queue.again, capped)
 

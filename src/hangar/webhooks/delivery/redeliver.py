@@ -95,7 +95,7 @@ async def redeliver(
         requested_at=now,
         first_attempt=row.attempts_made + 1,
     )
-    await outbox.wake_dispatchers(conn)
+    await outbox.wake_dispatchers(conn, [sub_id])
     return redelivery_id
 
 

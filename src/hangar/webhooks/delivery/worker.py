@@ -4,6 +4,7 @@ wakes it.
 The dispatcher wakes at once on new work: LISTEN/NOTIFY on PostgreSQL (the NOTIFY is sent by the
 transaction that recorded the event, and arrives only if it commits); on SQLite, the
 connection that recorded deliveries kicks it when it goes back to the pool, after commit.
+Either names the subscriptions given new work, which the dispatcher claims for first.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hangar.kit.container import Services
 from hangar.kit.tasks import ended
 from hangar.webhooks.delivery.dispatcher import Dispatcher
 from hangar.webhooks.delivery.sender import Sender
-from hangar.webhooks.events.outbox import NOTIFY_CHANNEL, WAKE_FLAG
+from hangar.webhooks.events.outbox import NOTIFY_CHANNEL, WAKE_FLAG, woken_subscriptions
 
 log = logging.getLogger("hangar.worker")
 
@@ -113,9 +114,10 @@ class DeliveryWorker:
             with contextlib.suppress(Exception):
                 await conn.close()
 
-    def _on_notify(self, *_: Any) -> None:
-        self.dispatcher.kick()
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self.dispatcher.kick(woken_subscriptions(payload))
 
     def _on_checkin(self, _dbapi: Any, record: Any) -> None:
-        if record.info.pop(WAKE_FLAG, False):
-            self.dispatcher.kick()
+        woken = record.info.pop(WAKE_FLAG, None)
+        if woken is not None:
+            self.dispatcher.kick(woken)

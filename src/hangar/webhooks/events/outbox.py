@@ -9,7 +9,7 @@ from here.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,8 +23,12 @@ from hangar.webhooks.events.catalogue import ALL_EVENTS, TEST_PING
 from hangar.webhooks.models import Delivery, Event, Subscription
 
 NOTIFY_CHANNEL = "hangar_deliveries"
-# Set on a SQLite connection that recorded deliveries; seen when it returns to the pool.
+# Set on a SQLite connection that recorded deliveries (the subscriptions given new work);
+# seen when it returns to the pool.
 WAKE_FLAG = "hangar_wake_dispatcher"
+# The most subscriptions one wake names: a NOTIFY's payload holds under 8,000 bytes, and an
+# organization has at most 20 by default.
+NAMED_IN_WAKE = 100
 
 
 def serialize(data: Mapping[str, Any]) -> str:
@@ -80,7 +84,7 @@ async def record(
     ]
     if deliveries:
         await conn.execute(insert(Delivery), deliveries)
-        await wake_dispatchers(conn)
+        await wake_dispatchers(conn, {d["subscription_id"] for d in deliveries})
     return ids
 
 
@@ -108,7 +112,7 @@ async def enqueue_to(
     )
     delivery = pending_delivery(org_id, subscription_id, event_id, name, now, resource)
     await conn.execute(insert(Delivery).values(**delivery))
-    await wake_dispatchers(conn)
+    await wake_dispatchers(conn, [subscription_id])
     delivery_id: uuid.UUID = delivery["id"]
     return delivery_id
 
@@ -137,11 +141,31 @@ def pending_delivery(
     }
 
 
-async def wake_dispatchers(conn: AsyncConnection) -> None:
+async def wake_dispatchers(conn: AsyncConnection, subscriptions: Iterable[uuid.UUID] = ()) -> None:
+    """Wakes every worker once this transaction commits; `subscriptions` are those it gave
+    new work to (at most NAMED_IN_WAKE of them are named): a woken dispatcher claims for them
+    first, before going on round its ring (hangar.webhooks.delivery.ring), so that a new
+    event's delivery waits for no other organization's, however many subscriptions with
+    work the ring holds. A bulk write names none, and the ring finds its work."""
+    named = sorted({str(s) for s in subscriptions})
+    payload = ",".join(named) if len(named) <= NAMED_IN_WAKE else ""
     # PostgreSQL delivers a NOTIFY only when the transaction commits: a rolled-back change
-    # wakes nobody. SQLite has one process; its dispatcher is woken in-process when this
-    # connection goes back to the pool, which is after the commit.
+    # wakes nobody (and identical ones in a transaction arrive once). SQLite has one
+    # process; its dispatcher is woken in-process when this connection goes back to the
+    # pool, which is after the commit.
     if conn.dialect.name == "postgresql":
-        await conn.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
+        await conn.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": NOTIFY_CHANNEL, "payload": payload},
+        )
     else:
-        conn.info[WAKE_FLAG] = True
+        woken: set[uuid.UUID] = conn.info.setdefault(WAKE_FLAG, set())
+        woken.update(uuid.UUID(s) for s in payload.split(",") if s)
+
+
+def woken_subscriptions(payload: str) -> list[uuid.UUID]:
+    """The subscriptions a wake names (see `wake_dispatchers`); none for anything else."""
+    try:
+        return [uuid.UUID(s) for s in payload.split(",") if s][:NAMED_IN_WAKE]
+    except ValueError:
+        return []
