@@ -202,3 +202,17 @@ async def test_a_new_event_wakes_a_worker_with_its_subscriptions_named(
         await eventually(lambda: {sub_id} in heard, 15, "no wake named the subscription")
     finally:
         await worker.stop()
+
+
+async def test_a_claim_that_takes_named_work_ends_there_and_the_ring_is_next(
+    hooks: Hooks, ring: list[uuid.UUID], other: Org
+) -> None:
+    # The named work's attempts start when its claim commits, not after the claim has also
+    # walked the ring's windows; the dispatcher is kicked to claim those at once.
+    sub_id = await newcomer(hooks, other, ring)
+    work = narrow(hooks)
+    work.kick([sub_id])
+    work._wake.clear()
+    assert await taken(work) == [sub_id]
+    assert work._wake.is_set()
+    assert await taken(work) == ring  # the ring's windows, by the next claim

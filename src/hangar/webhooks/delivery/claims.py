@@ -90,14 +90,16 @@ class Claiming:
         first: list[uuid.UUID] | None = None,
     ) -> list[dict[str, Any]]:
         """Leases up to `slots` due deliveries, in the transaction `conn` is in (asyncpg's
-        own on PostgreSQL): those of the subscriptions `first` (a wake's, whose work is new)
-        as one window, then a window of `ring` at a time; the rows of `Claimed` but its
-        lease. The caps hold across windows: each lease statement sees the ones before it."""
-        taken: list[dict[str, Any]] = []
+        own on PostgreSQL), a window of `ring` at a time; the rows of `Claimed` but its
+        lease. Given `first` (the subscriptions a wake named: new work), looks at those
+        alone first, and when it takes any, ends there: their attempts start as soon as the
+        claim commits, not after it has walked the ring (up to four windows of statements);
+        the dispatcher claims again at once for the rest."""
         if first:
             taken = await self._lease(conn, first, slots, times)
-            if len(taken) >= slots:
+            if taken:
                 return taken
+        taken = []
         turn = ring.turn or Turn(ring)
         for _ in range(ring.windows_per_claim):
             window = {"after": ring.after or WALK_FROM_START, "window": ring.window}

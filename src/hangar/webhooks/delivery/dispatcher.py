@@ -221,6 +221,8 @@ class Dispatcher:
         # organization's share is full, say) the ring finds in its turn.
         named, self._named = list(self._named), set()
         rows = await self._claiming.take(conn, self._ring, slots, times, first=named)
+        if named and rows:
+            self.kick()  # it took only named work: the ring is the next claim's, at once
         return [Claimed(**row, lease_until=lease_until) for row in rows]
 
     # --- refilling the slots of recorded outcomes (outcomes.Refill) -------------------
