@@ -219,3 +219,16 @@ async def test_a_claim_that_takes_named_work_ends_there_and_the_ring_is_next(
     assert await taken(work) == [sub_id]
     assert work._wake.is_set()
     assert await taken(work) == ring  # the ring's windows, by the next claim
+
+
+async def test_a_claim_looks_at_a_windows_worth_of_named_subscriptions_at_most(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    # A transaction that gave work to more subscriptions than a window holds: the rest
+    # are the next claim's, so no one claim's statements cost more than a window's.
+    work = narrow(hooks)
+    work.kick(ring[0:3])
+    first = await taken(work)
+    assert len(first) == 2
+    assert set(first) < set(ring[0:3])
+    assert await taken(work) == sorted(set(ring[0:3]) - set(first))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import uuid
 from collections.abc import Iterable
@@ -217,12 +218,15 @@ class Dispatcher:
         times = {"now": now, "lease": lease_until, "reserve_only": reserve_only}
         if isinstance(conn, AsyncConnection) and self._claiming.lock is not None:
             conn = (await conn.get_raw_connection()).driver_connection
-        # Taken by this claim whatever it finds for them: what it cannot take now (their
-        # organization's share is full, say) the ring finds in its turn.
-        named, self._named = list(self._named), set()
+        # Looked at by this claim whatever it finds for them (what it cannot take now, their
+        # organization's share full, say, the ring finds in its turn); at most a window's
+        # worth, so that a job's transaction naming a thousand costs no claim more than the
+        # ring's windows do: the rest are the next claim's.
+        named = list(itertools.islice(self._named, self._ring.window))
+        self._named.difference_update(named)
         rows = await self._claiming.take(conn, self._ring, slots, times, first=named)
-        if named and rows:
-            self.kick()  # it took only named work: the ring is the next claim's, at once
+        if (named and rows) or self._named:
+            self.kick()  # the ring, or the names left, are the next claim's, at once
         return [Claimed(**row, lease_until=lease_until) for row in rows]
 
     # --- refilling the slots of recorded outcomes (outcomes.Refill) -------------------

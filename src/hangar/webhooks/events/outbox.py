@@ -147,8 +147,9 @@ async def wake_dispatchers(conn: AsyncConnection, subscriptions: Iterable[uuid.U
     first, before going on round its ring (hangar.webhooks.delivery.ring), so that a new
     event's delivery waits for no other organization's, however many subscriptions with
     work the ring holds. A bulk write names none, and the ring finds its work."""
-    named = sorted({str(s) for s in subscriptions})
-    payload = ",".join(named) if len(named) <= NAMED_IN_WAKE else ""
+    named = set(subscriptions)
+    if len(named) > NAMED_IN_WAKE:
+        named = set()
     # PostgreSQL delivers a NOTIFY only when the transaction commits: a rolled-back change
     # wakes nobody (and identical ones in a transaction arrive once). SQLite has one
     # process; its dispatcher is woken in-process when this connection goes back to the
@@ -156,11 +157,11 @@ async def wake_dispatchers(conn: AsyncConnection, subscriptions: Iterable[uuid.U
     if conn.dialect.name == "postgresql":
         await conn.execute(
             text("SELECT pg_notify(:channel, :payload)"),
-            {"channel": NOTIFY_CHANNEL, "payload": payload},
+            {"channel": NOTIFY_CHANNEL, "payload": ",".join(sorted(map(str, named)))},
         )
     else:
         woken: set[uuid.UUID] = conn.info.setdefault(WAKE_FLAG, set())
-        woken.update(uuid.UUID(s) for s in payload.split(",") if s)
+        woken.update(named)
 
 
 def woken_subscriptions(payload: str) -> list[uuid.UUID]:
