@@ -148,14 +148,21 @@ async def newcomer(hooks: Hooks, other: Org, ring: list[uuid.UUID]) -> uuid.UUID
     return sub_id
 
 
+async def behind_a_busy_ring(
+    hooks: Hooks, other: Org, ring: list[uuid.UUID]
+) -> tuple[uuid.UUID, Dispatcher]:
+    """The ring's deliveries all in flight, a newcomer's due, and a dispatcher looking at one
+    window of two a claim."""
+    await lease_now(hooks, ring)
+    return await newcomer(hooks, other, ring), narrow(hooks, windows_per_claim=1)
+
+
 async def test_the_subscriptions_a_wake_names_are_claimed_first(
     hooks: Hooks, ring: list[uuid.UUID], other: Org
 ) -> None:
     # The ring's windows hold nothing to take, and a claim looks at one: going round, it
     # would come to the new work three claims later. Named by the wake, it takes it now.
-    await lease_now(hooks, ring)
-    sub_id = await newcomer(hooks, other, ring)
-    work = narrow(hooks, windows_per_claim=1)
+    sub_id, work = await behind_a_busy_ring(hooks, other, ring)
     assert await taken(work) == []  # unnamed: the first window, nothing in it
 
     work.kick([sub_id])
@@ -167,9 +174,7 @@ async def test_the_subscriptions_a_wake_names_are_claimed_first(
 async def test_a_named_subscription_still_gets_no_more_than_its_share(
     hooks: Hooks, ring: list[uuid.UUID], other: Org
 ) -> None:
-    await lease_now(hooks, ring)
-    sub_id = await newcomer(hooks, other, ring)
-    work = narrow(hooks, windows_per_claim=1)
+    sub_id, work = await behind_a_busy_ring(hooks, other, ring)
     # Its organization's share is what a reserve claim leaves it: only for organizations
     # with nothing in flight, one delivery each.
     work.kick([sub_id])
