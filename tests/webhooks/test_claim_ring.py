@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 
-from hangar.webhooks.delivery.dispatcher import Dispatcher
+from hangar.webhooks.delivery.dispatcher import RING_STEP_SECONDS, Dispatcher
 from hangar.webhooks.delivery.ring import Ring, Turn
 from hangar.webhooks.delivery.states import LEASE
 from hangar.webhooks.delivery.worker import DeliveryWorker
@@ -237,3 +238,98 @@ async def test_a_claim_looks_at_a_windows_worth_of_named_subscriptions_at_most(
     assert len(first) == 2
     assert set(first) < set(ring[0:3])
     assert await taken(work) == sorted(set(ring[0:3]) - set(first))
+
+
+def an_attempt_under_way(work: Dispatcher) -> asyncio.Task[None]:
+    """Makes `work` busy, as with an attempt that has not ended; cancel it when done."""
+
+    async def never_ends() -> None:
+        await asyncio.Event().wait()
+
+    under_way = asyncio.create_task(never_ends())
+    work._tasks.add(under_way)
+    return under_way
+
+
+async def test_a_busy_dispatchers_claim_looks_at_one_window(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    await lease_now(hooks, ring[0:4])
+    work = narrow(hooks)  # four windows a claim, when idle
+    under_way = an_attempt_under_way(work)
+    try:
+        # The refills of the attempts under way walk on round the ring: a claim that found
+        # nothing in its window (a share full, say) walks no further.
+        assert await taken(work) == []
+        assert work._ring.unfinished
+        assert await taken(work) == []
+        assert await taken(work) == ring[4:6]
+    finally:
+        under_way.cancel()
+
+
+def sleeping_until(hooks: Hooks, moment: datetime) -> Callable[[], bool]:
+    return lambda: moment in hooks.clock.sleeping_until()
+
+
+async def test_a_busy_dispatcher_that_found_nothing_walks_on_a_window_a_step(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    """Should every attempt under way be slow, no outcome walks the ring: the loop does, a
+    window every RING_STEP_SECONDS, not at its idle 30 s."""
+    await lease_now(hooks, ring[0:4])
+    work = narrow(hooks)
+    under_way = an_attempt_under_way(work)
+    stop = asyncio.Event()
+    running = asyncio.create_task(work.run(stop))
+    step = timedelta(seconds=RING_STEP_SECONDS)
+    try:
+        began = hooks.clock.now()
+        for n in (1, 2):  # the first two windows hold only attempts in flight
+            await eventually(
+                sleeping_until(hooks, began + n * step),
+                10,
+                f"the loop sleeping a step after window {n}",
+            )
+            assert work._ring.unfinished
+            hooks.clock.advance(seconds=RING_STEP_SECONDS)
+        # The third window's work (all there is to take) is claimed and delivered, though
+        # no attempt under way has ended.
+        await eventually(
+            lambda: len(hooks.receiver.requests) == 2, 10, "the third window's deliveries"
+        )
+    finally:
+        under_way.cancel()
+        stop.set()
+        work.kick()
+        await asyncio.wait_for(running, 10)
+
+
+async def test_a_refill_that_took_some_of_what_it_asked_leaves_the_loop_asleep(
+    hooks: Hooks, ring: list[uuid.UUID]
+) -> None:
+    """Its shares or its window gave what they had: the next batch's refill walks on round
+    the ring, and a loop claim now would mostly find what this one just filled."""
+    work = narrow(hooks)
+    one = await work.claim(1)
+    started: list[object] = []
+    work._start = started.append  # type: ignore[method-assign, assignment]
+    work._ring.turn = Turn(work._ring)  # a turn under way
+    work._wake.clear()
+
+    work._refill_wanted = 5
+    work._refilled(one)
+    assert started == one
+    assert not work._wake.is_set()
+    # Nothing in its window: the loop walks on.
+    work._refilled([])
+    assert work._wake.is_set()
+    # All it asked for: more may be due.
+    work._wake.clear()
+    work._refill_wanted = 1
+    work._refilled(one)
+    assert work._wake.is_set()
+    # Could not refill (its batch failed): the loop claims.
+    work._wake.clear()
+    work._refilled(None)
+    assert work._wake.is_set()

@@ -88,10 +88,12 @@ class Claiming:
         slots: int,
         times: dict[str, object],
         first: list[uuid.UUID] | None = None,
+        windows: int | None = None,
     ) -> list[dict[str, Any]]:
         """Leases up to `slots` due deliveries, in the transaction `conn` is in (asyncpg's
-        own on PostgreSQL), a window of `ring` at a time; the rows of `Claimed` but its
-        lease. Given `first` (the subscriptions a wake named: new work), looks at those
+        own on PostgreSQL), a window of `ring` at a time, at most `windows` of them (by
+        default the ring's `windows_per_claim`); the rows of `Claimed` but its lease. Given
+        `first` (the subscriptions a wake named: new work), looks at those
         alone first, and when it takes any, ends there: their attempts start as soon as the
         claim commits, not after it has walked the ring (up to four windows of statements);
         the dispatcher claims again at once for the rest."""
@@ -101,7 +103,7 @@ class Claiming:
                 return taken
         taken = []
         turn = ring.turn or Turn(ring)
-        for _ in range(ring.windows_per_claim):
+        for _ in range(windows or ring.windows_per_claim):
             window = {"after": ring.after or WALK_FROM_START, "window": ring.window}
             found = [row["id"] for row in await self.walk.rows(conn, window)]
             ring.walked(found)

@@ -18,9 +18,11 @@ import uuid
 # timing out, 200 organizations sharing one destination) fits in a window beside a healthy
 # organization, so one claim still sees them all at once.
 WINDOW = 128
-# Windows one claim walks at most: a claim finding nothing in the first (every subscription
-# there at its cap, or waiting for a retry) goes on to the next. A turn longer than this is
-# finished by the claims that follow at once (`Ring.unfinished`).
+# Windows an idle dispatcher's claim walks at most: a claim finding nothing in the first
+# (every subscription there at its cap, or waiting for a retry) goes on to the next. A turn
+# longer than this is finished by the claims that follow at once (`Ring.unfinished`). A busy
+# dispatcher's claims walk one window each, and its outcomes' refills finish the turn
+# (hangar.webhooks.delivery.dispatcher).
 WINDOWS_PER_CLAIM = 4
 
 
@@ -34,9 +36,9 @@ class Ring:
         self.window = window
         self.windows_per_claim = windows_per_claim
         self.after: uuid.UUID | None = None  # the last subscription walked (None: the start)
-        # A turn a claim left unfinished, at `windows_per_claim`, with slots still free: the
+        # A turn a claim left unfinished, at its last window, with slots still free: the
         # next claim goes on with it. Only once a turn has looked at every subscription with
-        # work may a dispatcher with free slots sleep.
+        # work may an idle dispatcher with free slots sleep (a busy one, for a short step).
         self.turn: Turn | None = None
 
     @property
