@@ -43,7 +43,8 @@ class Ring:
 
     @property
     def unfinished(self) -> bool:
-        """Claim again at once: part of the ring has not been looked at this turn."""
+        """Claim again (an idle dispatcher at once, a busy one within a step): part of the
+        ring has not been looked at this turn."""
         return self.turn is not None
 
     def walked(self, found: list[uuid.UUID]) -> None:
