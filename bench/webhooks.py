@@ -213,20 +213,28 @@ async def subscribe(
     return made
 
 
-async def pending(engine: AsyncEngine, org_id: uuid.UUID) -> int:
+async def pending(engine: AsyncEngine, org_ids: uuid.UUID | list[uuid.UUID]) -> int:
+    """The pending deliveries of one organization, or of all of several: one statement."""
+    orgs = org_ids if isinstance(org_ids, list) else [org_ids]
     async with engine.connect() as conn:
         count = await conn.scalar(
             select(func.count())
             .select_from(Delivery)
-            .where(Delivery.org_id == org_id, Delivery.status == "pending")
+            .where(Delivery.org_id.in_(orgs), Delivery.status == "pending")
         )
         return int(count or 0)
 
 
-async def drained(engine: AsyncEngine, org_id: uuid.UUID, limit_s: float, poll: float) -> bool:
-    """Waits (bounded) until the organization has no pending delivery."""
+async def drained(
+    engine: AsyncEngine, org_ids: uuid.UUID | list[uuid.UUID], limit_s: float, poll: float
+) -> bool:
+    """Waits (bounded) until the organization, or every one of several, has no pending
+    delivery. Several are counted in one statement a poll: G16 waited for each of its 1,000
+    in turn, counting back to back as each drained, 1,000 counts of about 15 ms (14-18 s in
+    all), many of them while the drain they measured ran, in the worker's event loop and on
+    the two cores it shares with its database."""
     for _ in range(int(limit_s / poll)):
-        if not await pending(engine, org_id):
+        if not await pending(engine, org_ids):
             return True
         await asyncio.sleep(poll)
     return False
@@ -662,8 +670,7 @@ async def many_tenants(settings: Settings, orgs: int, per_org: int, port: int) -
             began = datetime.now(UTC)
             async with engine.begin() as conn:
                 await wake_dispatchers(conn)
-            for org_id in made:
-                await drained(engine, org_id, 600, 0.5)
+            await drained(engine, made, 600, 0.5)
             async with engine.connect() as conn:
                 succeeded, finished = (
                     await conn.execute(
