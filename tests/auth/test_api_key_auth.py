@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select, update
 
 from hangar.audit.service import Who
-from hangar.keys.key_format import generate_key, hash_key
+from hangar.foundation.crypto import token_digest
+from hangar.keys.key_format import generate_key
 from hangar.keys.models import ApiKey
 from hangar.keys.service import Rotation, rotate
 from hangar.kit.scopes import SCOPES
@@ -53,7 +54,7 @@ def assert_401(response: httpx.Response, message: str) -> None:
 
 async def key_id(org: Org, key: str) -> object:
     async with org.engine.connect() as conn:
-        return await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(key)))
+        return await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == token_digest(key)))
 
 
 @pytest.mark.parametrize(("path", "scope"), HEADER_OPERATIONS)
@@ -130,7 +131,9 @@ async def test_a_revoked_key_is_401_invalid_at_once(
     assert (await client.get(AIRCRAFT, headers=bearer(key))).status_code == 200
     async with org.engine.begin() as conn:
         await conn.execute(
-            update(ApiKey).where(ApiKey.key_hash == hash_key(key)).values(revoked_at=clock.now())
+            update(ApiKey)
+            .where(ApiKey.key_hash == token_digest(key))
+            .values(revoked_at=clock.now())
         )
     assert_401(await client.get(AIRCRAFT, headers=bearer(key)), "invalid or revoked")
     clock.advance(days=400)  # revocation does not wear off
@@ -233,7 +236,7 @@ async def test_a_revoked_or_expired_key_is_401_invalid_before_any_scope_question
     async with org.engine.begin() as conn:
         await conn.execute(
             update(ApiKey)
-            .where(ApiKey.key_hash == hash_key(key))
+            .where(ApiKey.key_hash == token_digest(key))
             .values({ended: clock.now() - timedelta(seconds=1)})
         )
     assert_401(await client.get(AIRCRAFT, headers=bearer(key)), "invalid or revoked")

@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from hangar.app import create_app
+from hangar.foundation.crypto import token_digest
 from hangar.keys.issuing import issue_key
-from hangar.keys.key_format import generate_key, hash_key, is_well_formed
+from hangar.keys.key_format import generate_key, is_well_formed
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.errors import ApiError
@@ -68,7 +69,7 @@ async def test_issuing_a_key_without_scopes_is_refused(org: Org) -> None:
 async def _last_used(org: Org, key: str) -> datetime | None:
     async with org.engine.connect() as conn:
         return await conn.scalar(
-            select(ApiKey.last_used_at).where(ApiKey.key_hash == hash_key(key))
+            select(ApiKey.last_used_at).where(ApiKey.key_hash == token_digest(key))
         )
 
 

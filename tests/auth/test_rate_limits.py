@@ -12,7 +12,7 @@ import pytest
 from redis.asyncio import Redis
 from sqlalchemy import select
 
-from hangar.keys.key_format import hash_key
+from hangar.foundation.crypto import token_digest
 from hangar.keys.models import ApiKey
 from hangar.kit.ratelimit import (
     API_LIMITS,
@@ -43,7 +43,7 @@ async def spend_of_the_hour(
 ) -> None:
     """`uses` of `key`'s hour at `now`, counted straight into the limiter, none refused."""
     async with org.engine.connect() as conn:
-        key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(key)))
+        key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == token_digest(key)))
     for _ in range(uses):
         assert await limiter.hit(f"key:{key_id}", (HOUR,), now) is None
 

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from hangar.accounts.models import PasswordReset
 from hangar.accounts.service import password_reset
-from hangar.accounts.service.password_reset import token_hash
+from hangar.foundation.crypto import token_digest
 from hangar.orgs.members import Contact, invite_member
 from hangar.orgs.models import Membership
 from tests.fixtures.cli import Cli, api, services_of
@@ -140,7 +140,7 @@ async def test_reset_password_prints_a_one_time_link_and_takes_no_password(cli: 
     async with cli.engine.connect() as conn:
         stored = (await conn.execute(select(PasswordReset))).all()
     assert token not in str(stored)
-    assert token_hash(token) in str(stored)
+    assert token_digest(token) in str(stored)
     second = token_in(
         (await cli.run("user", "reset-password", "--email", email)).json()["reset_url"],
         "/password-reset/",

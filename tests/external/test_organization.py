@@ -7,7 +7,7 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import update
 
-from hangar.keys.key_format import hash_key
+from hangar.foundation.crypto import token_digest
 from hangar.keys.models import ApiKey
 from hangar.kit.scopes import SCOPES
 from tests.fixtures.factories import T0, Org
@@ -52,7 +52,7 @@ async def test_a_rotated_out_key_says_when_it_stops(
     ends = T0 + timedelta(days=1)
     async with org.engine.begin() as conn:
         await conn.execute(
-            update(ApiKey).where(ApiKey.key_hash == hash_key(org.key)).values(expires_at=ends)
+            update(ApiKey).where(ApiKey.key_hash == token_digest(org.key)).values(expires_at=ends)
         )
     clock.set(T0)
     answer = (await client.get(URL, headers=org.auth)).json()

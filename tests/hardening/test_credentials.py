@@ -25,8 +25,9 @@ from sqlalchemy import select
 from hangar.app import create_app
 from hangar.audit.service import Who
 from hangar.auth import sessions
+from hangar.foundation.crypto import token_digest
 from hangar.keys.authentication import MISSING, KeyAuthenticator
-from hangar.keys.key_format import KEY_PREFIX, STORED_PREFIX_LENGTH, hash_key
+from hangar.keys.key_format import KEY_PREFIX, STORED_PREFIX_LENGTH
 from hangar.keys.models import ApiKey
 from hangar.keys.service import Rotation, rotate
 from hangar.kit.container import Services
@@ -91,7 +92,9 @@ async def test_the_stored_prefix_and_hash_are_not_keys(client: httpx.AsyncClient
     async with org.engine.connect() as conn:
         row = (
             await conn.execute(
-                select(ApiKey.prefix, ApiKey.key_hash).where(ApiKey.key_hash == hash_key(org.key))
+                select(ApiKey.prefix, ApiKey.key_hash).where(
+                    ApiKey.key_hash == token_digest(org.key)
+                )
             )
         ).one()
     padded = row.prefix + "A" * (len(org.key) - len(row.prefix))
@@ -143,7 +146,7 @@ async def test_a_rotated_key_is_401_the_instant_its_grace_window_ends(
 ) -> None:
     old = await org.key_with(*SCOPES)
     async with org.engine.begin() as conn:
-        old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
+        old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == token_digest(old)))
         assert old_id is not None
         rotated = await rotate(
             conn, org.id, ADMIN(org.admin_id), old_id, Rotation(grace_hours=1), clock.now()
@@ -168,7 +171,7 @@ async def test_a_rotation_with_no_grace_ends_the_old_key_at_once(
 ) -> None:
     old = await org.key_with("read:aircraft")
     async with org.engine.begin() as conn:
-        old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(old)))
+        old_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == token_digest(old)))
         assert old_id is not None
         await rotate(
             conn, org.id, ADMIN(org.admin_id), old_id, Rotation(grace_hours=0), clock.now()
@@ -202,7 +205,7 @@ async def test_revocation_is_immediate_across_two_server_processes(
     await org.member("admin", email=email, password=PASSWORD)
     victim = await org.key_with(*SCOPES)
     async with org.engine.connect() as conn:
-        key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(victim)))
+        key_id = await conn.scalar(select(ApiKey.id).where(ApiKey.key_hash == token_digest(victim)))
     async with (
         two_servers(revocation_env(database_url), tmp_path / "serve.log") as (first, second),
         httpx.AsyncClient(base_url=first, timeout=10) as a,

@@ -16,8 +16,9 @@ from prometheus_client import REGISTRY
 from sqlalchemy import update
 
 from hangar.auth import sessions
+from hangar.foundation.crypto import token_digest
 from hangar.http.head import HeadAsGet
-from hangar.keys.key_format import generate_key, hash_key
+from hangar.keys.key_format import generate_key
 from hangar.keys.models import ApiKey
 from hangar.kit.errors import SESSION_CHALLENGE
 from tests.fixtures.actions import url
@@ -48,7 +49,7 @@ def assert_401(response: httpx.Response, challenge: str, code: str = "UNAUTHORIZ
 
 async def end_key(org: Org, key: str, **ended: Any) -> None:
     async with org.engine.begin() as conn:
-        await conn.execute(update(ApiKey).where(ApiKey.key_hash == hash_key(key)).values(ended))
+        await conn.execute(update(ApiKey).where(ApiKey.key_hash == token_digest(key)).values(ended))
 
 
 # --- 401: WWW-Authenticate ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from hangar.auth import sessions
 from hangar.auth.models import UserSession
 from hangar.db.engine import make_engine
+from hangar.foundation.crypto import token_digest
 from hangar.keys import service as key_service
 from hangar.kit.container import Services
 from tests.fixtures.clients import session_for, signed_in_as
@@ -28,7 +29,7 @@ from tests.fixtures.invites import browser
 
 
 async def last_seen(engine: AsyncEngine, token: str) -> Any:
-    digest = sessions.token_digest(token)
+    digest = token_digest(token)
     async with engine.connect() as conn:
         query = select(UserSession.last_seen_at).where(UserSession.token_hash == digest)
         return (await conn.execute(query)).scalar_one_or_none()
@@ -96,7 +97,7 @@ async def test_a_json_401_for_an_expired_session_deletes_its_row(
         )
     assert response.status_code == 401
     assert response.json()["code"] == "UNAUTHORIZED"
-    digest = sessions.token_digest(token)
+    digest = token_digest(token)
     async with services.engine.connect() as conn:
         found = await conn.scalar(select(UserSession.id).where(UserSession.token_hash == digest))
     assert found is None

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from hangar.app import create_app
 from hangar.auth import sessions
 from hangar.auth.models import UserSession
-from hangar.auth.sessions import token_digest
+from hangar.foundation.crypto import token_digest
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.web import shown_once

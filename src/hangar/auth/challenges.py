@@ -14,7 +14,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import SignInChallenge
-from hangar.auth.sessions import token_digest
+from hangar.foundation.crypto import token_digest
 from hangar.foundation.ids import new_id
 
 CHALLENGE_COOKIE = "hangar_two_factor"

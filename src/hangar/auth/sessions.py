@@ -7,7 +7,6 @@ out deletes the row, which ends the session wherever the cookie is used.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 import uuid
@@ -19,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth.models import User, UserSession
 from hangar.auth.passwords import hashed, verified
+from hangar.foundation.crypto import token_digest
 from hangar.foundation.ids import new_id
 from hangar.kit.batches import Oldest
 
@@ -46,12 +46,6 @@ class SignedIn:
     user_id: uuid.UUID
     email: str
     csrf_token: str
-
-
-def token_digest(token: str) -> str:
-    """What is stored of a random token (a session's, a sign-in challenge's, a recovery
-    code): its SHA-256, so a dump of the table holds nothing usable."""
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 async def verify_credentials(

@@ -30,9 +30,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from hangar.auth.models import RecoveryCode, SignInChallenge, TwoFactor
-from hangar.auth.sessions import token_digest
 from hangar.foundation.config import Settings
-from hangar.foundation.crypto import SecretBox, SecretUnreadable
+from hangar.foundation.crypto import SecretBox, SecretUnreadable, token_digest
 from hangar.foundation.ids import new_id
 
 log = logging.getLogger("hangar.accounts")

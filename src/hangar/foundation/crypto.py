@@ -2,7 +2,8 @@
 that seals secrets at rest under one of them (a database dump alone opens nothing).
 
 After a rotation the keys HANGAR_SECRET_KEY replaced (HANGAR_SECRET_KEY_PREVIOUS) still open
-what they sealed; only the current key seals (cryptography's MultiFernet)."""
+what they sealed; only the current key seals (cryptography's MultiFernet). And the one digest
+under which the random secrets hangar hands out are stored (`token_digest`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ import hmac
 from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a random secret handed out (an API key, a session's token, an
+    invitation's or a password reset's link, a sign-in challenge, a recovery code): its
+    SHA-256 in hex, so a dump of the table holds nothing usable."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def derive_key(secret_key: str, purpose: str) -> bytes:

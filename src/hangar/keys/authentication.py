@@ -15,8 +15,9 @@ from sqlalchemy import ColumnElement, bindparam, select, update
 
 from hangar.db.read_pool import read_connection
 from hangar.db.reads import Read, ReadConnection
+from hangar.foundation.crypto import token_digest
 from hangar.keys.key_format import KEY_PREFIX as KEY_PREFIX  # what the access log redacts
-from hangar.keys.key_format import hash_key, is_well_formed
+from hangar.keys.key_format import is_well_formed
 from hangar.keys.models import ApiKey
 from hangar.kit.container import Services
 from hangar.kit.errors import Forbidden, RateLimited, Unauthorized, bearer_challenge
@@ -118,7 +119,7 @@ class KeyAuthenticator:
     ) -> tuple[KeyContext, dict[str, Any]]:
         services = self._services
         now = services.clock.now()
-        digest = hash_key(raw_key)
+        digest = token_digest(raw_key)
         found = await lookup.read.rows(conn, {"digest": digest})
         row = found[0] if found else None
         if (

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+
+from hangar.foundation.crypto import token_digest
 
 KEY_PREFIX = "svc_pk_"
 KEY_BODY_LENGTH = 43
@@ -24,12 +25,8 @@ def generate_key() -> NewKey:
     # 32 random bytes encode to exactly 43 URL-safe base64 characters.
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     assert len(key) == len(KEY_PREFIX) + KEY_BODY_LENGTH
-    return NewKey(key=key, key_hash=hash_key(key), prefix=key[:STORED_PREFIX_LENGTH])
+    return NewKey(key=key, key_hash=token_digest(key), prefix=key[:STORED_PREFIX_LENGTH])
 
 
 def is_well_formed(key: str) -> bool:
     return _KEY_RE.fullmatch(key) is not None
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()

@@ -35,7 +35,6 @@ in each write, so a link is used once.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hangar.auth import users
+from hangar.foundation.crypto import token_digest
 from hangar.foundation.ids import new_id
 from hangar.kit.batches import Oldest
 from hangar.kit.errors import Conflict, NotFound
@@ -60,10 +60,6 @@ MAX_TOKEN_LENGTH = 100
 
 def not_valid() -> NotFound:
     return NotFound(detail="This invitation link is not valid or has expired")
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def link(public_url: str, token: str) -> str:
@@ -86,7 +82,7 @@ async def issue(
             id=new_id(),
             membership_id=membership_id,
             org_id=org_id,
-            token_hash=token_hash(token),
+            token_hash=token_digest(token),
             email=email,
             created_at=now,
             expires_at=now + LIFETIME,
@@ -155,7 +151,7 @@ async def find(
         .join(Organization, Organization.id == Invitation.org_id)
         .outerjoin(Role, Role.id == Membership.role_id)
         .where(
-            Invitation.token_hash == token_hash(token),
+            Invitation.token_hash == token_digest(token),
             Invitation.accepted_at.is_(None),
             Invitation.expires_at > now,
             Membership.org_id == Invitation.org_id,

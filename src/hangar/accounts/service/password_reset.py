@@ -30,7 +30,6 @@ runs between them, outside any).
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from hangar.audit import service as audit
 from hangar.audit.service import Who
 from hangar.auth import sessions, users
 from hangar.auth.passwords import hashed
+from hangar.foundation.crypto import token_digest
 from hangar.foundation.ids import new_id
 from hangar.foundation.mail import Mail
 from hangar.kit.container import Services
@@ -62,10 +62,6 @@ RESET_PATH = "/password-reset/"
 
 def reset_not_valid() -> NotFound:
     return NotFound(detail="This password reset link is not valid or has expired")
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def reset_link(public_url: str, token: str) -> str:
@@ -110,7 +106,7 @@ async def issue_reset(
         insert(PasswordReset).values(
             id=new_id(),
             user_id=account_id,
-            token_hash=token_hash(token),
+            token_hash=token_digest(token),
             created_at=now,
             expires_at=now + RESET_LIFETIME,
         )
@@ -158,7 +154,7 @@ async def find_reset(conn: AsyncConnection, token: str, now: datetime) -> OpenRe
                 PasswordReset.id.label("reset_id"),
                 PasswordReset.user_id,
                 PasswordReset.expires_at,
-            ).where(PasswordReset.token_hash == token_hash(token), PasswordReset.expires_at > now)
+            ).where(PasswordReset.token_hash == token_digest(token), PasswordReset.expires_at > now)
         )
     ).first()
     if row is None:
