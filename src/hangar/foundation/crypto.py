@@ -2,8 +2,8 @@
 that seals secrets at rest under one of them (a database dump alone opens nothing).
 
 After a rotation the keys HANGAR_SECRET_KEY replaced (HANGAR_SECRET_KEY_PREVIOUS) still open
-what they sealed; only the current key seals (cryptography's MultiFernet). And the one digest
-under which the random secrets hangar hands out are stored (`token_digest`)."""
+what they sealed; only the current key seals (cryptography's MultiFernet). `token_digest` is
+the one digest under which the random secrets hangar hands out are stored."""
 
 from __future__ import annotations
 
