@@ -322,12 +322,11 @@ async def all_delivered(topology: Topology) -> bool:
     )
 
 
-# --- the tests ------------------------------------------------------------------------------
-
-
-async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process_answers(
-    topology: Topology,
-) -> None:
+async def past_one_keys_limit(topology: Topology) -> tuple[int, list[httpx.Response]]:
+    """A new key's PER_MINUTE + 4 requests through nginx, all in one calendar minute (the
+    last four are past the limit), and how many access lines there were before them. A run
+    that straddles a minute (its counts split) is made again, with a new key, early in the
+    new minute."""
     for _ in range(2):
         key = await topology.org.key_with("read:aircraft")
         seen = len(topology.access_lines())
@@ -343,12 +342,25 @@ async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process
                     )
                 )
         if int(time.time() // 60) == minute:
-            break
-        # The calendar minute turned during the run and split its counts; a new key, early
-        # in the new minute, has all of it.
-    else:
-        pytest.fail("two runs in a row straddled a minute")
+            return seen, answers
+    pytest.fail("two runs in a row straddled a minute")
 
+
+async def access_lines_since(topology: Topology, seen: int, count: int) -> list[list[str]]:
+    """nginx's access lines after the first `seen`, split, once at least `count` are there:
+    nginx writes a request's line once its answer has gone, a moment after the client has
+    it."""
+    await eventually(lambda: len(topology.access_lines()) >= seen + count, 5, "every access line")
+    return [line.split() for line in topology.access_lines()[seen:]]
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+
+async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process_answers(
+    topology: Topology,
+) -> None:
+    seen, answers = await past_one_keys_limit(topology)
     assert [a.status_code for a in answers] == [200] * PER_MINUTE + [429] * 4
     assert {a.json()["code"] for a in answers[PER_MINUTE:]} == {"RATE_LIMITED"}
     # hangar's own 429s, through nginx as they are: nginx answers only its own limits' 429s
@@ -356,12 +368,7 @@ async def test_an_api_keys_61st_request_in_a_minute_is_refused_whichever_process
     assert not any("retry-after" in a.headers for a in answers)
     # Each answer, whichever process gave it, came through nginx with its own request id.
     assert len({a.headers["x-request-id"] for a in answers}) == len(answers)
-    # nginx writes a request's line once its answer has gone: the last may come a moment
-    # after the client has it.
-    await eventually(
-        lambda: len(topology.access_lines()) >= seen + PER_MINUTE + 4, 5, "every access line"
-    )
-    logged = [line.split() for line in topology.access_lines()[seen:]]
+    logged = await access_lines_since(topology, seen, len(answers))
     assert len(logged) == PER_MINUTE + 4
     upstreams = {f"127.0.0.1:{port}" for port in topology.server_ports}
     # Both processes answered within the limit, and both refused past it.
@@ -417,21 +424,16 @@ async def test_each_instance_counts_its_own_refusals_and_nginx_keeps_metrics_in(
     # Each instance counts its own (the servers of one `--workers N` instance sum theirs; two
     # instances do not), and is scraped where it listens: through nginx, /metrics is not
     # found, token or none (issue 40).
-    seen = len(topology.access_lines())
+    seen, answers = await past_one_keys_limit(topology)  # four refused, spread over both
     async with httpx.AsyncClient(
         base_url=topology.base, verify=topology.client_ssl, timeout=30
     ) as client:
-        key = await topology.org.key_with("read:aircraft")
-        for _ in range(PER_MINUTE + 4):  # four refused, spread over both by round robin
-            await client.get(
-                "/api/v1/external/aircraft", headers={"Authorization": f"Bearer {key}"}
-            )
         outside = [
             await client.get("/metrics"),
             await client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}),
         ]
     assert [answer.status_code for answer in outside] == [404, 404]
-    logged = [line.split() for line in topology.access_lines()[seen:]]
+    logged = await access_lines_since(topology, seen, len(answers) + len(outside))
     # nginx's own answers: no upstream ("-") was asked.
     assert [line[:2] for line in logged if line[3] == "/metrics"] == [["404", "-"]] * 2
     assert any(line[0] == "429" for line in logged)  # the test means something
