@@ -23,13 +23,16 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from scripts.scratch import free_port
 
 from bench import hostile, load
 from bench.setup import Dataset, Sizes, cursor_at_depth, ensure_events, prepare
+
+if TYPE_CHECKING:
+    from bench.webhooks import Throughput
 
 ROOT = Path(__file__).resolve().parent.parent
 API = "/api/v1/external"
@@ -350,6 +353,30 @@ def event_rows(run: Runner, data: Dataset, label: str, logdir: Path) -> None:
         )
 
 
+def g6_ceiling(t: Throughput, label: str) -> Row:
+    """Where G6's CPU goes, per delivery, and the ratio this machine allows at most: the
+    dispatcher's side does at least the bare client's work (its POST and the receiver's
+    answer) and PostgreSQL's (the delivery's rows), on every core at once; its own Python
+    beyond the POST is counted as nothing."""
+    cores = os.cpu_count() or 1
+    mine, bare = t.hangar_cpu, t.bare_cpu
+    floor_ms = bare["this"] + mine["receiver"] + mine["database"]
+    ceiling = min(1.0, cores * 1000 / floor_ms / t.bare) if floor_ms > 0 else 1.0
+    return Row(
+        "G6",
+        f"contrast: CPU per delivery, {label}: the dispatcher's side vs the bare client's "
+        f"(ms); ratio: the most G6 could read on this machine's {cores} cores were hangar's "
+        "own work free beyond the bare client's POST (POST + receiver + database, every "
+        "core busy)",
+        f"worker {mine['this']:.2f} + database {mine['database']:.2f} + receiver "
+        f"{mine['receiver']:.2f}",
+        f"client {bare['this']:.2f} + receiver {bare['receiver']:.2f}",
+        ceiling,
+        "(for contrast)",
+        None,
+    )
+
+
 def hooks(
     run: Runner, database_url: str, label: str, *, quick: bool, g6: bool, smoke: bool = False
 ) -> None:
@@ -402,6 +429,7 @@ def hooks(
                     None,
                 )
             )
+            run.add(g6_ceiling(t, label))
         except Exception as exc:
             run.add(Row.failed("G6", f"delivery throughput, {label}", ">= 0.80x", exc))
         log(f"G6: {events} events x 1 subscription (its cap: {MAX_IN_FLIGHT} in flight), {label}")

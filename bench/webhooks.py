@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import ssl
 import statistics
 import subprocess
@@ -29,6 +30,7 @@ import trustme
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench import cpu
 from bench.setup import analyze_queue
 from hangar.foundation.clock import SystemClock
 from hangar.foundation.config import Settings
@@ -65,6 +67,7 @@ class Receiver:
     port: int
     client_ssl: ssl.SSLContext
     ca_file: Path  # the CA that signed its certificate, for a worker in another process
+    pid: int  # its process, whose CPU time G6 reads
 
     def url(self, path: str) -> str:
         return f"https://{HOST}:{self.port}{path}"
@@ -129,7 +132,7 @@ async def receiver(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    found = Receiver(port, client_ssl, folder / "ca.pem")
+    found = Receiver(port, client_ssl, folder / "ca.pem", proc.pid)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -298,6 +301,11 @@ class Throughput:
     bare: float  # a bare client's POSTs/s, keeping its connections alive as hangar does
     bare_per_post: float  # the same, one connection per POST (as hangar did before 1.6)
     deliveries: int
+    # CPU ms per delivery by part ("this": the bench's process, where the dispatcher's worker
+    # and the bare client run in turn; "receiver"; "database": PostgreSQL's processes), for
+    # the dispatcher's rounds and for the kept-alive bare client's.
+    hangar_cpu: dict[str, float]
+    bare_cpu: dict[str, float]
 
 
 async def throughput(
@@ -310,30 +318,64 @@ async def throughput(
     half = max(events // 2, 1)
     paths = [f"/g6/{i}" for i in range(subscriptions)]
     seconds = {"A": 0.0, "B": 0.0, "C": 0.0}
+    used: dict[str, dict[str, float]] = {"A": {}, "B": {}, "C": {}}
     async with delivering(settings, port, 10.0, "Bench Hooks G6", paths) as run:
+        on_pg = settings.database_url.startswith("postgresql")
+        parts = lambda: cpu.sample(  # noqa: E731
+            {
+                "this": [os.getpid()],  # on SQLite, the database's work too
+                "receiver": [run.rx.pid],
+                "database": cpu.postgres_pids() if on_pg else [],
+            }
+        )
         await _dispatcher_round(run.services, run.org_id, min(20, half), subscriptions)
         await _bare_round(run.rx, run.subs, min(20, half), concurrency, kept_alive=True)
+        before: cpu.Sample = {}
+
+        def mark() -> None:
+            nonlocal before
+            before = parts()
+
         for side in "ABCCBA":
-            if side == "A":
-                took = await _dispatcher_round(run.services, run.org_id, half, subscriptions)
+            if side == "A":  # from its events' commit: writing them is the product's work
+                took = await _dispatcher_round(
+                    run.services, run.org_id, half, subscriptions, recorded=mark
+                )
             else:
+                mark()
                 took = await _bare_round(
                     run.rx, run.subs, half, concurrency, kept_alive=side == "B"
                 )
             seconds[side] += took
+            for part, s in cpu.spent(before, parts()).items():
+                used[side][part] = used[side].get(part, 0.0) + s
     done = 2 * half * subscriptions
-    return Throughput(done / seconds["A"], done / seconds["B"], done / seconds["C"], done)
+    per_ms = {side: {p: s * 1000 / done for p, s in by.items()} for side, by in used.items()}
+    return Throughput(
+        done / seconds["A"],
+        done / seconds["B"],
+        done / seconds["C"],
+        done,
+        hangar_cpu=per_ms["A"],
+        bare_cpu=per_ms["B"],
+    )
 
 
 async def _dispatcher_round(
-    services: Services, org_id: uuid.UUID, events: int, subscriptions: int
+    services: Services,
+    org_id: uuid.UUID,
+    events: int,
+    subscriptions: int,
+    recorded: Callable[[], None] = lambda: None,
 ) -> float:
     """The dispatcher (already running, idle) drains events x subscriptions deliveries
-    recorded in one transaction; seconds from its commit to the last recorded outcome."""
+    recorded in one transaction; seconds from its commit (when `recorded` is called) to the
+    last recorded outcome."""
     now = datetime.now(UTC)
     async with services.engine.begin() as conn:
         for seq in range(events):
             await record(conn, org_id, ["squawk.created"], _data(seq), now)
+    recorded()
     began = datetime.now(UTC)
     # Polled slowly: a count every few ms would load the database and this event loop
     # while the dispatcher works (the bare side has no such load). The end is the last
