@@ -113,16 +113,36 @@ class Running:
 
 @pytest.fixture(params=[1, 2], ids=["one worker", "two workers"])
 async def running(
-    request: pytest.FixtureRequest, services: Services, sender: Sender, database_url: str
+    request: pytest.FixtureRequest,
+    services: Services,
+    sender: Sender,
+    ca: trustme.CA,
+    resolver: FakeResolver,
+    closing: Callable[[Sender], Sender],
+    database_url: str,
 ) -> AsyncIterator[Callable[[], Running]]:
-    """Starts one production dispatcher, or two with engines of their own as on two machines
-    (PostgreSQL: SQLite's one process has one)."""
+    """Starts one production dispatcher, or two as on two machines, each with an engine and a
+    sender of its own (PostgreSQL: SQLite's one process has one). Two workers' leases may pass
+    a destination's share by a claim, and a sender's pool holds a destination's share of
+    connections: shared, the pool would keep the attempts past it waiting for a connection."""
     if request.param == 2 and not PG_URL:
         pytest.skip("several workers share the queue on PostgreSQL only")
     engines = [services.engine, *(make_engine(database_url) for _ in range(request.param - 1))]
+    client_ssl = ssl.create_default_context()
+    ca.configure_trust(client_ssl)
+    senders = [
+        sender,
+        *(
+            closing(Sender(resolver, ssl_context=client_ssl, is_allowed=loopback_only))
+            for _ in engines[1:]
+        ),
+    ]
     try:
         yield lambda: Running(
-            *(Dispatcher(e, services.clock, sender, services.secret_box) for e in engines)
+            *(
+                Dispatcher(e, services.clock, s, services.secret_box)
+                for e, s in zip(engines, senders, strict=True)
+            )
         )
     finally:
         for extra in engines[1:]:
