@@ -16,7 +16,6 @@ injected, short one.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -42,7 +41,7 @@ from hangar.webhooks.models import Delivery, Subscription
 from tests.fixtures.environment import PG_URL
 from tests.fixtures.factories import Org, make_org
 from tests.fixtures.fakes import FakeClock, FakeResolver
-from tests.fixtures.receivers import HOST, Receiver, https_receiver, loopback_only
+from tests.fixtures.receivers import HOST, Receiver, https_receiver, loopback_sender
 from tests.fixtures.subprocesses import eventually
 from tests.fixtures.webhooks import DATA, deliveries, subscribe
 
@@ -128,15 +127,7 @@ async def running(
     if request.param == 2 and not PG_URL:
         pytest.skip("several workers share the queue on PostgreSQL only")
     engines = [services.engine, *(make_engine(database_url) for _ in range(request.param - 1))]
-    client_ssl = ssl.create_default_context()
-    ca.configure_trust(client_ssl)
-    senders = [
-        sender,
-        *(
-            closing(Sender(resolver, ssl_context=client_ssl, is_allowed=loopback_only))
-            for _ in engines[1:]
-        ),
-    ]
+    senders = [sender, *(closing(loopback_sender(ca, resolver)) for _ in engines[1:])]
     try:
         yield lambda: Running(
             *(
@@ -283,10 +274,7 @@ def impatient(
     ca: trustme.CA, resolver: FakeResolver, closing: Callable[[Sender], Sender]
 ) -> Sender:
     """A sender whose timeout is a tenth of a second (production's: 10 s)."""
-    resolver.answers[HOST] = ["127.0.0.1"]
-    client_ssl = ssl.create_default_context()
-    ca.configure_trust(client_ssl)
-    return closing(Sender(resolver, ssl_context=client_ssl, is_allowed=loopback_only, timeout=0.1))
+    return closing(loopback_sender(ca, resolver, timeout=0.1))
 
 
 async def timing_out_since(engine: AsyncEngine, sub_id: uuid.UUID) -> object:
